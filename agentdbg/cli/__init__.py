@@ -1,0 +1,62 @@
+"""The ``agentdbg`` command: the debugger by default, headless subcommands by name.
+
+``agentdbg [FILE]`` opens the debugger (on a bundled demo when no file is given);
+``agentdbg SUBCOMMAND ...`` runs one of SUBCOMMANDS without a screen. Each subcommand
+lives in its own module with ``add_arguments(parser)`` and ``run(args) -> exit code``.
+Exit codes: 0 ok, 1 a checked condition occurred, 2 unusable input or arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from agentdbg import __version__
+
+SUBCOMMANDS = {
+    "record": "run a plan headless and write its trace file",
+    "show": "print a run's transcript, step by step",
+    "check": "exit 1 when a run hits errors, repeats or budgets (for CI)",
+    "stats": "steps, tools, errors, repeats, tokens and outcome per run",
+    "convert": "convert a run saved by another agent stack into an agentdbg trace",
+}
+
+
+def _subcommand_parser(name: str) -> tuple[argparse.ArgumentParser, object]:
+    module = importlib.import_module(f"agentdbg.cli.{name}")
+    parser = argparse.ArgumentParser(prog=f"agentdbg {name}", description=SUBCOMMANDS[name])
+    module.add_arguments(parser)
+    return parser, module
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    lines = "\n".join(f"  {name:<9} {text}" for name, text in SUBCOMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog="agentdbg",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A terminal debugger for AI-agent runs. Opens a plan (run live), an "
+        "agentdbg trace, or a run saved by another agent stack; with no FILE, a bundled demo.",
+        epilog=f"subcommands (agentdbg SUBCOMMAND --help for each):\n{lines}",
+    )
+    parser.add_argument("file", nargs="?", help="plan (.toml), trace (.jsonl) or saved run")
+    parser.add_argument("--format", help="read FILE as this format instead of detecting it")
+    parser.add_argument("--allow-code", action="store_true", help="allow a plan that runs Python code")
+    parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")
+    parser.add_argument("--version", action="version", version=f"agentdbg {__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        parser, module = _subcommand_parser(argv[0])
+        args = parser.parse_args(argv[1:])
+        try:
+            return module.run(args)
+        except KeyboardInterrupt:
+            return 130
+    args = _main_parser().parse_args(argv)
+    from agentdbg.cli import debug
+
+    return debug.run(args)

@@ -1,0 +1,59 @@
+"""The deterministic ReAct engine: tools, action parsers, policies, guards and the loop.
+
+Imports neither Textual nor Rich (a test checks it): it runs headless, in tests and in CI.
+"""
+
+from agentdbg.engine.agent import AgentRun, Outcome, ReActAgent, StepResult, Trace
+from agentdbg.engine.events import SCHEMA_VERSION, Event, event_from_dict
+from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, StepBudget, TokenBudget
+from agentdbg.engine.mock_tools import KeyValueStore, calculator, safe_eval, scripted, table_lookup
+from agentdbg.engine.parsers import (
+    Action,
+    FinalAnswer,
+    parse_bracket_action,
+    parse_colon_action,
+    parse_json_action,
+    parse_numbered_action,
+    parse_plan_step,
+    parse_script_step,
+)
+from agentdbg.engine.policies import CallablePolicy, Policy, ScriptedOutputs, ScriptedPlan, ToyScript
+from agentdbg.engine.tokens import estimate_tokens
+from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Action",
+    "AgentRun",
+    "CallablePolicy",
+    "ErrorBudget",
+    "Event",
+    "FinalAnswer",
+    "KeyValueStore",
+    "Outcome",
+    "Policy",
+    "ReActAgent",
+    "RepetitionGuard",
+    "ScriptedOutputs",
+    "ScriptedPlan",
+    "StepBudget",
+    "StepResult",
+    "TokenBudget",
+    "Tool",
+    "ToolError",
+    "ToolRegistry",
+    "ToyScript",
+    "Trace",
+    "calculator",
+    "estimate_tokens",
+    "event_from_dict",
+    "parse_bracket_action",
+    "parse_colon_action",
+    "parse_json_action",
+    "parse_numbered_action",
+    "parse_plan_step",
+    "parse_script_step",
+    "safe_eval",
+    "scripted",
+    "table_lookup",
+]

@@ -1,0 +1,289 @@
+"""Typed run events: the single source of truth for a run.
+
+A run is an append-only sequence of these events. The engine emits them, the recorder
+writes them one per line, and every view of a run (the debugger's state at step N, the
+headless reports) is derived from them. ``docs/events.md`` documents the schema.
+
+Every event has a ``type`` and the ``step`` it belongs to: 0 for the run's header
+(``run_start``), 1..N for the policy turns, and the last step for ``run_end``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
+
+SCHEMA_VERSION = 1
+
+
+def jsonable(value: Any) -> Any:
+    """Coerce a value into plain JSON types (tuples become lists, the rest becomes text)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str] = ""
+    step: int
+
+    def to_dict(self) -> dict[str, Any]:
+        # "type" first: readers find step boundaries by the bytes a line starts with.
+        # Fields still at their default are left out: lines stay short on million-step traces.
+        out: dict[str, Any] = {"type": self.type}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "step" and _is_default(f, value):
+                continue
+            out[f.name] = jsonable(value)
+        return out
+
+
+def _is_default(f: Any, value: Any) -> bool:
+    if f.default is not MISSING:
+        return value == f.default
+    if f.default_factory is not MISSING:
+        return value == f.default_factory()
+    return False
+
+
+@dataclass(frozen=True)
+class RunStart(Event):
+    """Opens a run: the task and everything the debugger needs to show its settings."""
+
+    type: ClassVar[str] = "run_start"
+    task: str
+    tools: list[dict] = field(default_factory=list)
+    guards: dict = field(default_factory=dict)
+    memory: dict | None = None
+    policy: str = ""
+    name: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class StepStart(Event):
+    """Opens a policy turn; every event up to the next ``step`` belongs to it."""
+
+    type: ClassVar[str] = "step"
+
+
+@dataclass(frozen=True)
+class Thought(Event):
+    type: ClassVar[str] = "thought"
+    text: str
+
+
+@dataclass(frozen=True)
+class ActionTaken(Event):
+    """The policy asked for a tool. ``args`` is an object, or one positional string;
+    ``call`` is the action as written (``calc[5 - 3]``)."""
+
+    type: ClassVar[str] = "action"
+    tool: str
+    args: dict | str
+    call: str = ""
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class ParseFailed(Event):
+    """The policy's output could not be read as an action or an answer."""
+
+    type: ClassVar[str] = "parse_error"
+    message: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class StepError(Event):
+    """Something in the step went wrong; ``kind`` is one of ERROR_KINDS (a parse error
+    has its own ``parse_error`` event)."""
+
+    type: ClassVar[str] = "error"
+    kind: str
+    message: str
+    tool: str = ""
+
+
+ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy")
+
+
+@dataclass(frozen=True)
+class Observation(Event):
+    type: ClassVar[str] = "observation"
+    text: str
+    error: bool = False
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class Answered(Event):
+    type: ClassVar[str] = "final_answer"
+    answer: str
+
+
+@dataclass(frozen=True)
+class GuardCounters(Event):
+    """The guards' live counters at the end of a step: [value, limit] pairs, limit None
+    when that guard is off. ``step_tokens`` is what this step cost."""
+
+    type: ClassVar[str] = "guards"
+    steps: list = field(default_factory=lambda: [0, None])
+    repeats: list = field(default_factory=lambda: [0, None])
+    errors: list = field(default_factory=lambda: [0, None])
+    tokens: list = field(default_factory=lambda: [0, None])
+    step_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class GuardTripped(Event):
+    """A guard stopped the run; ``guard`` is one of GUARD_NAMES."""
+
+    type: ClassVar[str] = "guard_tripped"
+    guard: str
+    message: str
+
+
+GUARD_NAMES = ("max_steps", "repetition", "error_budget", "token_budget")
+
+
+@dataclass(frozen=True)
+class MemoryRecall(Event):
+    """What semantic recall brought back before the policy was asked (best first)."""
+
+    type: ClassVar[str] = "memory_recall"
+    query: str
+    results: list = field(default_factory=list)  # [{"text": str, "score": float}]
+
+
+@dataclass(frozen=True)
+class MemoryUpdate(Event):
+    """How the memory tiers changed after a step."""
+
+    type: ClassVar[str] = "memory_update"
+    added: list = field(default_factory=list)  # turns appended to the recent buffer
+    evicted: list = field(default_factory=list)  # turns pushed out of it, oldest first
+    summary: str | None = None  # the new rolling summary, when it changed
+    stored: list = field(default_factory=list)  # texts added to semantic memory
+
+
+@dataclass(frozen=True)
+class RunEnd(Event):
+    type: ClassVar[str] = "run_end"
+    outcome: str
+    answer: str | None = None
+    steps: int = 0
+    guard: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Checkpoint(Event):
+    """Full derived state after ``step``, so a reader can start there instead of at 0."""
+
+    type: ClassVar[str] = "checkpoint"
+    state: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RawRecord(Event):
+    """A record that could not be mapped (from an importer, or an unknown event type):
+    kept, shown, never dropped."""
+
+    type: ClassVar[str] = "raw"
+    source: str = ""
+    data: Any = None
+    note: str = ""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.type: cls
+    for cls in (
+        RunStart,
+        StepStart,
+        Thought,
+        ActionTaken,
+        ParseFailed,
+        StepError,
+        Observation,
+        Answered,
+        GuardCounters,
+        GuardTripped,
+        MemoryRecall,
+        MemoryUpdate,
+        RunEnd,
+        Checkpoint,
+        RawRecord,
+    )
+}
+
+_JSON_TYPES = {"int": int, "str": str, "bool": bool, "list": list, "dict": dict}
+
+
+@dataclass(frozen=True)
+class _FieldSpec:
+    name: str
+    types: tuple  # allowed JSON types; empty = anything
+    nullable: bool
+    required: bool
+
+
+def _spec(cls: type[Event]) -> list[_FieldSpec]:
+    specs = []
+    for f in fields(cls):
+        if f.name == "step":
+            continue
+        parts = str(f.type).replace(" ", "").split("|")
+        types = tuple(_JSON_TYPES[p] for p in parts if p in _JSON_TYPES)
+        required = f.default is MISSING and f.default_factory is MISSING
+        specs.append(_FieldSpec(f.name, types, "None" in parts, required))
+    return specs
+
+
+_SPECS = {cls: _spec(cls) for cls in EVENT_TYPES.values()}
+
+
+def _type_ok(value: Any, spec: _FieldSpec) -> bool:
+    if value is None:
+        return spec.nullable or not spec.types
+    if not spec.types:
+        return True
+    if isinstance(value, bool):
+        return bool in spec.types
+    return isinstance(value, spec.types)
+
+
+def event_from_dict(data: Any) -> Event:
+    """Build a typed event from its JSON object; raise ValueError saying what is wrong.
+
+    An object with an unknown ``type`` becomes a RawRecord (newer writers may add types)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"an event must be a JSON object, got {type(data).__name__}")
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise ValueError("event has no 'type' string")
+    step = data.get("step", 0)
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f"{kind} event: 'step' should be a non-negative integer, got {step!r}")
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        return RawRecord(step=step, source="unknown event type", data=data, note=f"type {kind!r}")
+    kwargs: dict[str, Any] = {}
+    for spec in _SPECS[cls]:
+        if spec.name in data:
+            value = data[spec.name]
+            if not _type_ok(value, spec):
+                wanted = " or ".join(t.__name__ for t in spec.types)
+                raise ValueError(
+                    f"{kind} event: field {spec.name!r} should be {wanted}, got {type(value).__name__}"
+                )
+            kwargs[spec.name] = value
+        elif spec.required:
+            raise ValueError(f"{kind} event: missing field {spec.name!r}")
+    return cls(step=step, **kwargs)

@@ -1,0 +1,114 @@
+"""Mock tools that data files can configure: nothing here executes text as code."""
+
+from __future__ import annotations
+
+import ast
+import operator
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from agentdbg.engine.tools import Tool
+
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+MAX_EXPRESSION = 1000  # characters; a longer expression is refused before parsing
+
+
+def safe_eval(expression: str) -> int | float:
+    """Evaluate numbers, + - * /, unary minus and parentheses by walking the syntax tree.
+
+    Anything else (names, calls, attributes, ``**``, ``__import__(...)``) raises ValueError
+    without being evaluated. ``1/0`` raises ZeroDivisionError."""
+    if len(expression) > MAX_EXPRESSION:
+        raise ValueError(f"expression longer than {MAX_EXPRESSION} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"not an arithmetic expression: {exc.msg}") from None
+
+    def walk(node: ast.AST) -> int | float:
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](walk(node.operand))
+        raise ValueError(f"expression not allowed: {type(node).__name__}")
+
+    return walk(tree.body)
+
+
+def calculator(name: str = "calc", param: str = "expression", description: str = "") -> Tool:
+    return Tool(
+        name,
+        description or "Arithmetic on numbers: + - * /, unary minus, parentheses.",
+        {param: str},
+        lambda **kw: safe_eval(kw[param]),
+    )
+
+
+class KeyValueStore:
+    """A dict shared by the kv_set / kv_get tools of one run."""
+
+    def __init__(self, initial: Mapping[str, Any] | None = None):
+        self.data: dict[str, Any] = dict(initial or {})
+
+    def set_tool(self, name: str = "kv_set", description: str = "") -> Tool:
+        def kv_set(key: str, value: str) -> str:
+            self.data[key] = value
+            return f"stored {key}"
+
+        return Tool(name, description or "Store a value under a key.", {"key": str, "value": str}, kv_set)
+
+    def get_tool(self, name: str = "kv_get", description: str = "") -> Tool:
+        def kv_get(key: str) -> Any:
+            if key not in self.data:
+                raise KeyError(key)
+            return self.data[key]
+
+        return Tool(name, description or "Read the value stored under a key.", {"key": str}, kv_get)
+
+
+def table_lookup(name: str, table: Mapping[str, Any], param: str = "key", description: str = "") -> Tool:
+    """Look a key up in a fixed table; a missing key is a KeyError observation."""
+    rows = dict(table)
+
+    def lookup(**kw: Any) -> Any:
+        return rows[kw[param]]
+
+    return Tool(name, description or f"Look a {param} up in the {name} table.", {param: str}, lookup)
+
+
+class ScriptedFailure(Exception):
+    """Raised by a scripted tool on behalf of a response that says ``raise``."""
+
+
+def scripted(
+    name: str,
+    responses: list[Mapping[str, Any]],
+    params: Mapping[str, str] | None = None,
+    description: str = "",
+    timeout: float | None = None,
+) -> Tool:
+    """A tool that plays back responses in order, for failure demos. Each response is
+    ``{"return": value}``, ``{"raise": "message"}`` or ``{"hang": seconds}``; the last one
+    repeats once the list is used up."""
+    if not responses:
+        raise ValueError(f"scripted tool {name!r} needs at least one response")
+    for i, response in enumerate(responses):
+        if len(set(response) & {"return", "raise", "hang"}) != 1:
+            raise ValueError(f"scripted tool {name!r}, response {i + 1}: use one of return / raise / hang")
+    calls = [0]
+
+    def play(**_kw: Any) -> Any:
+        response = responses[min(calls[0], len(responses) - 1)]
+        calls[0] += 1
+        if "raise" in response:
+            raise ScriptedFailure(str(response["raise"]))
+        if "hang" in response:
+            time.sleep(float(response["hang"]))
+            return "(finished after hanging)"
+        return response["return"]
+
+    return Tool(name, description or "Scripted responses.", dict(params or {}), play, timeout=timeout)

@@ -1,0 +1,195 @@
+"""Typed tools and a registry whose dispatch never raises.
+
+Every way a call can go wrong (a tool that does not exist, bad arguments, an exception
+inside the tool, a tool that runs past its time limit) comes back as a ToolError, which
+the loop turns into an observation the policy can read and recover from.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Parameter types by the names data files use; Python types are accepted too.
+TYPE_NAMES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "number": (float, int),
+    "bool": (bool,),
+    "object": (dict,),
+    "array": (list, tuple),
+}
+_PY_TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", dict: "object", list: "array"}
+
+
+def type_name(spec: type | str) -> str:
+    if isinstance(spec, str):
+        if spec not in TYPE_NAMES:
+            raise ValueError(f"unknown parameter type {spec!r}; use one of {sorted(TYPE_NAMES)}")
+        return spec
+    if spec not in _PY_TYPE_NAMES:
+        raise ValueError(f"unsupported parameter type {spec!r}")
+    return _PY_TYPE_NAMES[spec]
+
+
+def _matches(value: Any, kind: str) -> bool:
+    # A bool is an int in Python, never in a tool's signature.
+    if isinstance(value, bool) and kind != "bool":
+        return False
+    return isinstance(value, TYPE_NAMES[kind])
+
+
+@dataclass(frozen=True)
+class ToolError:
+    """A failed call, returned (never raised). ``kind`` is one of
+    unknown_tool, bad_args, exception, timeout."""
+
+    kind: str
+    tool: str
+    message: str
+
+    @property
+    def observation(self) -> str:
+        return f"ERROR: {self.message}"
+
+    def __str__(self) -> str:
+        return self.observation
+
+
+@dataclass
+class Tool:
+    """A named capability: ``params`` maps argument name to type (all required)."""
+
+    name: str
+    description: str
+    params: Mapping[str, type | str]
+    fn: Callable[..., Any]
+    dangerous: bool = False
+    timeout: float | None = None  # seconds; None = the registry's default
+    param_types: dict[str, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.param_types = {name: type_name(kind) for name, kind in self.params.items()}
+
+    def bind(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
+        """Turn one positional string (``calc[5 - 3]``) into the tool's single parameter."""
+        if isinstance(args, str):
+            if len(self.param_types) != 1:
+                raise ValueError(
+                    f"{self.name} takes {len(self.param_types)} named arguments "
+                    f"({', '.join(self.param_types) or 'none'}), not one positional argument"
+                )
+            return {next(iter(self.param_types)): args}
+        if not isinstance(args, Mapping):
+            raise ValueError(f"arguments must be an object, got {type(args).__name__}")
+        return dict(args)
+
+    def validate(self, args: Mapping[str, Any]) -> list[str]:
+        """Every problem with ``args``: missing, unknown, or of the wrong type."""
+        problems = []
+        for name, kind in self.param_types.items():
+            if name not in args:
+                problems.append(f"missing argument {name!r}")
+            elif not _matches(args[name], kind):
+                problems.append(
+                    f"argument {name!r} should be {kind}, got {type(args[name]).__name__}"
+                )
+        for name in args:
+            if name not in self.param_types:
+                problems.append(f"unknown argument {name!r}")
+        return problems
+
+    def spec(self) -> dict[str, Any]:
+        """What the debugger's tool registry pane shows (JSON-ready)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "params": dict(self.param_types),
+            "dangerous": self.dangerous,
+        }
+
+
+class ToolRegistry:
+    def __init__(self, tools: list[Tool] | None = None, default_timeout: float | None = 10.0):
+        self._tools: dict[str, Tool] = {}
+        self.default_timeout = default_timeout
+        for tool in tools or []:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is registered twice")
+        self._tools[tool.name] = tool
+        return tool
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def __iter__(self):
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [self._tools[name].spec() for name in self.names]
+
+    def dispatch(self, name: str, args: Mapping[str, Any] | str) -> Any | ToolError:
+        """Run a tool: its result, or a ToolError. Never raises."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolError(
+                "unknown_tool", name, f"tool '{name}' does not exist, available: {self.names}"
+            )
+        try:
+            bound = tool.bind(args)
+        except ValueError as exc:
+            return ToolError("bad_args", name, f"bad arguments for {name}: {exc}")
+        problems = tool.validate(bound)
+        if problems:
+            return ToolError("bad_args", name, f"bad arguments for {name}: {'; '.join(problems)}")
+        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        return _call(tool, bound, timeout)
+
+
+def _describe(exc: BaseException) -> str:
+    detail = str(exc)
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+
+
+def _call(tool: Tool, args: dict[str, Any], timeout: float | None) -> Any | ToolError:
+    if timeout is None:
+        try:
+            return tool.fn(**args)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # errors are data, even sys.exit() inside a tool
+            return ToolError("exception", tool.name, _describe(exc))
+    # A thread, so a hanging tool cannot hang the loop. Python cannot kill the thread; it is
+    # a daemon and is abandoned, which is the honest limit of in-process tools.
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = tool.fn(**args)
+        except BaseException as exc:  # noqa: BLE001 - reported as data below
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"tool:{tool.name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        return ToolError("timeout", tool.name, f"TimeoutError: {tool.name} took longer than {timeout:g}s")
+    if "error" in box:
+        return ToolError("exception", tool.name, _describe(box["error"]))
+    return box.get("result")

@@ -1,0 +1,1 @@
+"""Worked examples as Python: the seed 004 library and its policies."""

@@ -1,0 +1,309 @@
+"""Plans: runnable scripted runs written as TOML data (see ``docs/plans.md``).
+
+A plan names the task, the mock tools and their data, the policy's scripted outputs and
+the guard settings. Loading a plan never executes code; a plan whose policy is Python code
+must say ``executes_code = true`` and the caller must pass ``allow_code=True``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentdbg.engine import events as ev
+from agentdbg.engine.agent import AgentRun, ReActAgent, Trace
+from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
+from agentdbg.engine.mock_tools import KeyValueStore, calculator, scripted, table_lookup
+from agentdbg.engine.parsers import PARSERS
+from agentdbg.engine.policies import CallablePolicy, Policy, ScriptedOutputs, ScriptedPlan, ToyScript
+from agentdbg.engine.tools import Tool, ToolRegistry
+
+TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted")
+POLICY_KINDS = ("outputs", "plan", "script", "python")
+
+
+class PlanError(ValueError):
+    """A plan that cannot be loaded: says which file, where, and what is wrong."""
+
+
+@dataclass
+class Plan:
+    """A loaded plan. ``build_agent`` makes a fresh agent (fresh tool state) each time."""
+
+    name: str
+    task: str
+    description: str
+    path: Path | None
+    config: dict[str, Any] = field(repr=False)
+    build_agent: Callable[[], ReActAgent] = field(repr=False)
+
+    def start(self, on_event: Callable[[ev.Event], None] | None = None) -> AgentRun:
+        return self.build_agent().start(self.task, on_event)
+
+    def run(self, on_event: Callable[[ev.Event], None] | None = None) -> Trace:
+        return self.build_agent().run(self.task, on_event)
+
+
+def looks_like_plan(path: Path) -> bool:
+    """A TOML file with a [policy] table: cheap to ask, before trying to read it as a trace."""
+    if path.suffix.lower() != ".toml":
+        return False
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return False
+    return re.search(r"^\s*\[policy\]", head, re.M) is not None
+
+
+def load_plan(path: str | Path, allow_code: bool = False) -> Plan:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PlanError(f"{path}: is a directory, not a plan") from None
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_plan(text, path, allow_code=allow_code)
+
+
+def parse_plan(text: str, path: str | Path | None = None, allow_code: bool = False) -> Plan:
+    where = _Locator(text, str(path) if path else "<plan>")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{where.name}: not valid TOML: {exc}") from None
+    return _Builder(data, where, Path(path) if path else None, allow_code).plan()
+
+
+class _Locator:
+    """Finds the line a table or key sits on, so errors can say file:line."""
+
+    def __init__(self, text: str, name: str):
+        self.lines = text.splitlines()
+        self.name = name
+
+    def line(self, table: str, index: int = 0, key: str | None = None) -> int | None:
+        header = re.compile(r"^\s*\[\[?\s*" + re.escape(table) + r"\s*\]\]?\s*$")
+        seen = -1
+        start = None
+        for number, line in enumerate(self.lines, 1):
+            if header.match(line):
+                seen += 1
+                if seen == index:
+                    start = number
+                    if key is None:
+                        return number
+            elif start is not None and key is not None:
+                if re.match(r"^\s*\[", line):
+                    break
+                if re.match(r"^\s*" + re.escape(key) + r"\s*=", line):
+                    return number
+        if table == "" and key is not None:
+            for number, line in enumerate(self.lines, 1):
+                if re.match(r"^\s*" + re.escape(key) + r"\s*=", line):
+                    return number
+        return start
+
+    def error(self, message: str, table: str = "", index: int = 0, key: str | None = None) -> PlanError:
+        line = self.line(table, index, key)
+        at = f"{self.name}:{line}" if line else self.name
+        return PlanError(f"{at}: {message}")
+
+
+class _Builder:
+    def __init__(self, data: dict[str, Any], where: _Locator, path: Path | None, allow_code: bool):
+        self.data = data
+        self.where = where
+        self.path = path
+        self.allow_code = allow_code
+
+    def want(self, table: dict, key: str, kind: type | tuple, section: str, index: int = 0,
+             default: Any = ..., label: str = "") -> Any:
+        if key not in table:
+            if default is ...:
+                raise self.where.error(f"{label or section or 'plan'}: missing {key!r}", section, index)
+            return default
+        value = table[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            ok = False
+        else:
+            ok = isinstance(value, kinds)
+        if not ok:
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.where.error(
+                f"{label or section or 'plan'}: {key!r} should be {names}, got {type(value).__name__}",
+                section, index, key,
+            )
+        return value
+
+    def plan(self) -> Plan:
+        data = self.data
+        task = self.want(data, "task", str, "")
+        name = self.want(data, "name", str, "", default=self.path.stem if self.path else "plan")
+        description = self.want(data, "description", str, "", default="")
+        task_label = self.want(data, "task_label", str, "", default="Question")
+        known = {"name", "task", "description", "task_label", "guards", "tools", "policy",
+                 "memory", "executes_code"}
+        for key in data:
+            if key not in known:
+                raise self.where.error(f"unknown key {key!r}; a plan has {', '.join(sorted(known))}", "", key=key)
+        tool_specs = self.want(data, "tools", list, "", default=[])
+        guards = self.want(data, "guards", dict, "", default={})
+        policy_spec = self.want(data, "policy", dict, "")
+        memory_spec = self.want(data, "memory", dict, "", default=None)
+        # Validate everything now, so a broken plan fails at load, not at step 3.
+        self.tools(tool_specs)
+        self.policy(policy_spec)
+        guard_kwargs = self.guards(guards)
+        if memory_spec is not None:
+            self.memory(memory_spec)
+        source = str(self.path) if self.path else ""
+
+        def build_agent() -> ReActAgent:
+            registry = ToolRegistry(self.tools(tool_specs), default_timeout=guard_kwargs["tool_timeout"])
+            return ReActAgent(
+                self.policy(policy_spec),
+                registry,
+                max_steps=guard_kwargs["max_steps"],
+                guards=guard_kwargs["guards"](),
+                memory=self.memory(memory_spec) if memory_spec is not None else None,
+                task_label=task_label,
+                name=name,
+                source=source,
+            )
+
+        return Plan(name, task, description, self.path, data, build_agent)
+
+    def guards(self, spec: dict) -> dict[str, Any]:
+        known = {"max_steps", "repeat", "repeat_threshold", "max_consecutive_errors", "token_budget", "tool_timeout"}
+        for key in spec:
+            if key not in known:
+                raise self.where.error(f"[guards]: unknown key {key!r}; known: {', '.join(sorted(known))}", "guards", key=key)
+        max_steps = self.want(spec, "max_steps", int, "guards", default=10)
+        repeat = self.want(spec, "repeat", str, "guards", default="off")
+        threshold = self.want(spec, "repeat_threshold", int, "guards", default=None)
+        errors = self.want(spec, "max_consecutive_errors", int, "guards", default=None)
+        tokens = self.want(spec, "token_budget", int, "guards", default=None)
+        timeout = self.want(spec, "tool_timeout", (int, float), "guards", default=10.0)
+        if repeat not in ("off", "any", "consecutive"):
+            raise self.where.error(f"[guards]: repeat must be off, any or consecutive, got {repeat!r}", "guards", key="repeat")
+        try:
+            # Built once to validate; a factory, because guards count per run.
+            def make() -> list:
+                out: list = []
+                if repeat != "off":
+                    out.append(RepetitionGuard(repeat, threshold))
+                if errors is not None:
+                    out.append(ErrorBudget(errors))
+                if tokens is not None:
+                    out.append(TokenBudget(tokens))
+                return out
+
+            make()
+            if max_steps < 1:
+                raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        except ValueError as exc:
+            raise self.where.error(f"[guards]: {exc}", "guards") from None
+        return {"max_steps": max_steps, "guards": make, "tool_timeout": float(timeout)}
+
+    def tools(self, specs: list) -> list[Tool]:
+        tools: list[Tool] = []
+        stores: dict[str, KeyValueStore] = {}
+        names: set[str] = set()
+        for index, spec in enumerate(specs):
+            label = f"[[tools]] #{index + 1}"
+            if not isinstance(spec, dict):
+                raise self.where.error(f"{label}: should be a table", "tools", index)
+            name = self.want(spec, "name", str, "tools", index, label=label)
+            label = f"[[tools]] #{index + 1} ({name})"
+            if name in names:
+                raise self.where.error(f"{label}: a second tool named {name!r}", "tools", index, "name")
+            names.add(name)
+            kind = self.want(spec, "kind", str, "tools", index, label=label)
+            description = self.want(spec, "description", str, "tools", index, default="", label=label)
+            dangerous = self.want(spec, "dangerous", bool, "tools", index, default=False, label=label)
+            timeout = self.want(spec, "timeout", (int, float), "tools", index, default=None, label=label)
+            if kind == "calculator":
+                tool = calculator(name, self.want(spec, "param", str, "tools", index, default="expression", label=label), description)
+            elif kind == "table":
+                rows = self.want(spec, "rows", dict, "tools", index, label=label)
+                param = self.want(spec, "param", str, "tools", index, default="key", label=label)
+                tool = table_lookup(name, rows, param, description)
+            elif kind in ("kv_set", "kv_get"):
+                store_name = self.want(spec, "store", str, "tools", index, default="default", label=label)
+                store = stores.setdefault(store_name, KeyValueStore())
+                tool = store.set_tool(name, description) if kind == "kv_set" else store.get_tool(name, description)
+            elif kind == "scripted":
+                responses = self.want(spec, "responses", list, "tools", index, label=label)
+                params = self.want(spec, "params", dict, "tools", index, default={}, label=label)
+                try:
+                    tool = scripted(name, responses, params, description)
+                except ValueError as exc:
+                    raise self.where.error(f"{label}: {exc}", "tools", index) from None
+            else:
+                raise self.where.error(f"{label}: unknown kind {kind!r}; use one of {', '.join(TOOL_KINDS)}", "tools", index, "kind")
+            tool.dangerous = dangerous
+            if timeout is not None:
+                tool.timeout = float(timeout)
+            tools.append(tool)
+        return tools
+
+    def policy(self, spec: dict) -> Policy:
+        kind = self.want(spec, "kind", str, "policy")
+        if kind not in POLICY_KINDS:
+            raise self.where.error(f"[policy]: unknown kind {kind!r}; use one of {', '.join(POLICY_KINDS)}", "policy", key="kind")
+        if kind == "outputs":
+            outputs = self.want(spec, "outputs", list, "policy")
+            fmt = self.want(spec, "format", str, "policy", default="bracket")
+            then = self.want(spec, "then", str, "policy", default="stop")
+            if fmt not in PARSERS or fmt in ("plan", "script"):
+                raise self.where.error(f"[policy]: format must be bracket, colon, json or numbered, got {fmt!r}", "policy", key="format")
+            for i, output in enumerate(outputs):
+                if not isinstance(output, str):
+                    raise self.where.error(f"[policy]: output #{i + 1} should be text", "policy", key="outputs")
+            try:
+                return ScriptedOutputs(outputs, fmt, then)
+            except ValueError as exc:
+                raise self.where.error(f"[policy]: {exc}", "policy") from None
+        if kind in ("plan", "script"):
+            steps = self.want(spec, "steps", list, "policy")
+            for i, step in enumerate(steps):
+                if not isinstance(step, dict):
+                    raise self.where.error(f"[[policy.steps]] #{i + 1}: should be a table", "policy.steps", i)
+            if kind == "plan":
+                plan_steps = []
+                for i, step in enumerate(steps):
+                    tool = self.want(step, "tool", str, "policy.steps", i, label=f"[[policy.steps]] #{i + 1}")
+                    args = self.want(step, "args", dict, "policy.steps", i, default={}, label=f"[[policy.steps]] #{i + 1}")
+                    plan_steps.append((tool, args))
+                return ScriptedPlan(plan_steps)
+            return ToyScript([dict(step) for step in steps])
+        # kind == "python": code, so it must be declared and allowed.
+        target = self.want(spec, "callable", str, "policy")
+        fmt = self.want(spec, "format", str, "policy", default="bracket")
+        if self.data.get("executes_code") is not True:
+            raise self.where.error("[policy]: a python policy runs code; the plan must say executes_code = true", "policy", key="kind")
+        if not self.allow_code:
+            raise self.where.error(
+                f"this plan runs Python code ({target}); run it only if you trust it, with --allow-code",
+                "policy", key="callable",
+            )
+        module_name, _, attr = target.partition(":")
+        try:
+            fn = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise self.where.error(f"[policy]: cannot load {target!r}: {exc}", "policy", key="callable") from None
+        return CallablePolicy(fn, fmt, name=target)
+
+    def memory(self, spec: dict) -> Any:
+        raise self.where.error("[memory]: memory tiers are not available in this version", "memory")

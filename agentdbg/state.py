@@ -1,0 +1,400 @@
+"""The debugger's view of a run, derived from events alone.
+
+``StepRecord`` gathers what one step's events say; ``RunState`` is everything the panes
+show at step N (guard counters, tool usage, memory tiers), built by folding records:
+state(N) = state(N-1).advance(record(N)). It is a pure function of events[:N], so stepping
+back is exact, and it serialises to a checkpoint so a reader can start mid-file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agentdbg.engine import events as ev
+
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run's header: what ``run_start`` says."""
+
+    task: str = ""
+    tools: tuple = ()  # tool specs: {"name", "description", "params", "dangerous"}
+    guards: dict = field(default_factory=dict)
+    memory: dict | None = None
+    policy: str = ""
+    name: str = ""
+    source: str = ""
+
+    @classmethod
+    def from_event(cls, event: ev.RunStart | None) -> RunInfo:
+        if event is None:
+            return cls()
+        return cls(event.task, tuple(event.tools), dict(event.guards), event.memory,
+                   event.policy, event.name, event.source)
+
+    def tool_names(self) -> set[str]:
+        return {spec.get("name", "") for spec in self.tools if isinstance(spec, dict)}
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """Everything one step's events say, in one place."""
+
+    step: int
+    events: tuple = ()
+    thought: str = ""
+    tool: str | None = None
+    args: Any = None
+    call: str = ""
+    parse_error: str | None = None
+    output: str = ""  # the unparseable output, when there was a parse error
+    error_kind: str | None = None
+    error: str | None = None
+    observation: str | None = None
+    observation_error: bool = False
+    answer: str | None = None
+    guards: ev.GuardCounters | None = None
+    tripped: ev.GuardTripped | None = None
+    recalled: tuple = ()  # ({"text", "score"}, ...)
+    memory: ev.MemoryUpdate | None = None
+    raw: tuple = ()  # RawRecord events
+    end: ev.RunEnd | None = None
+
+    @classmethod
+    def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
+        got: dict[str, Any] = {"events": tuple(events)}
+        raw = []
+        recalled: list = []
+        for event in got["events"]:
+            if isinstance(event, ev.Thought):
+                got["thought"] = (got.get("thought", "") + "\n" + event.text).strip()
+            elif isinstance(event, ev.ActionTaken):
+                got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event))
+            elif isinstance(event, ev.ParseFailed):
+                got.update(parse_error=event.message, output=event.text)
+            elif isinstance(event, ev.StepError):
+                got.update(error_kind=event.kind, error=event.message)
+            elif isinstance(event, ev.Observation):
+                got.update(observation=event.text, observation_error=event.error)
+            elif isinstance(event, ev.Answered):
+                got["answer"] = event.answer
+            elif isinstance(event, ev.GuardCounters):
+                got["guards"] = event
+            elif isinstance(event, ev.GuardTripped):
+                got["tripped"] = event
+            elif isinstance(event, ev.MemoryRecall):
+                recalled.extend(event.results)
+            elif isinstance(event, ev.MemoryUpdate):
+                got["memory"] = event if "memory" not in got else _merge_updates(got["memory"], event)
+            elif isinstance(event, ev.RawRecord):
+                raw.append(event)
+            elif isinstance(event, ev.RunEnd):
+                got["end"] = event
+        return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
+
+    @property
+    def is_error(self) -> bool:
+        return self.error_kind is not None or self.parse_error is not None or self.observation_error
+
+    @property
+    def is_repeat(self) -> bool:
+        """The action had been proposed before (in a row, for the consecutive brake)."""
+        return self.guards is not None and (self.guards.repeats[0] or 0) >= 2
+
+    @property
+    def is_final(self) -> bool:
+        return self.answer is not None
+
+    @property
+    def step_tokens(self) -> int:
+        return self.guards.step_tokens if self.guards is not None else 0
+
+    def marker(self) -> str:
+        """One word for the timeline: final, tripped, error, repeat, raw, or ''."""
+        if self.answer is not None:
+            return "final"
+        if self.tripped is not None:
+            return "tripped"
+        if self.is_error:
+            return "error"
+        if self.is_repeat:
+            return "repeat"
+        if self.raw and self.tool is None:
+            return "raw"
+        return ""
+
+    def transcript(self) -> list[tuple[str, str]]:
+        """The step as the policy's scratchpad shows it: (label, text) pairs."""
+        lines: list[tuple[str, str]] = []
+        if self.thought:
+            lines.append(("Thought", self.thought))
+        if self.tool is not None:
+            lines.append(("Action", self.call))
+        if self.parse_error is not None:
+            lines.append(("Output", self.output))
+        if self.answer is not None:
+            lines.append(("Final Answer", self.answer))
+        if self.observation is not None:
+            lines.append(("Observation", self.observation))
+        elif self.error is not None:
+            lines.append(("Error", self.error))
+        for record in self.raw:
+            lines.append(("Raw", f"{record.source}: {record.note}".strip(": ")))
+        if self.tripped is not None:
+            lines.append(("Guard", self.tripped.message))
+        return lines
+
+
+def _call_text(event: ev.ActionTaken) -> str:
+    if isinstance(event.args, str):
+        return f"{event.tool}[{event.args}]"
+    return f"{event.tool}({event.args!r})"
+
+
+def _merge_updates(a: ev.MemoryUpdate, b: ev.MemoryUpdate) -> ev.MemoryUpdate:
+    return ev.MemoryUpdate(
+        step=a.step,
+        added=list(a.added) + list(b.added),
+        evicted=list(a.evicted) + list(b.evicted),
+        summary=b.summary if b.summary is not None else a.summary,
+        stored=list(a.stored) + list(b.stored),
+    )
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    buffer: tuple = ()  # recent turns, oldest first
+    summary: str = ""
+    semantic_size: int = 0
+    recalled: tuple = ()  # what recall brought back at this step
+    added: tuple = ()  # what changed at this step
+    evicted: tuple = ()
+    stored: tuple = ()
+    summary_changed: bool = False
+
+    def advance(self, record: StepRecord) -> MemoryState:
+        update = record.memory
+        if update is None:
+            return replace(self, recalled=record.recalled, added=(), evicted=(), stored=(), summary_changed=False)
+        buffer = list(self.buffer)
+        for turn in update.evicted:
+            if buffer and buffer[0] == turn:
+                buffer.pop(0)
+            elif turn in buffer:  # a memory that evicts out of order still replays exactly
+                buffer.remove(turn)
+        buffer.extend(update.added)
+        changed = update.summary is not None and update.summary != self.summary
+        return MemoryState(
+            buffer=tuple(buffer),
+            summary=update.summary if update.summary is not None else self.summary,
+            semantic_size=self.semantic_size + len(update.stored),
+            recalled=record.recalled,
+            added=tuple(update.added),
+            evicted=tuple(update.evicted),
+            stored=tuple(update.stored),
+            summary_changed=changed,
+        )
+
+
+@dataclass(frozen=True)
+class RunState:
+    """What the debugger shows at one step; ``advance`` gives the next step's state."""
+
+    step: int = 0
+    steps: list = field(default_factory=lambda: [0, None])
+    repeats: list = field(default_factory=lambda: [0, None])
+    errors: list = field(default_factory=lambda: [0, None])
+    tokens: list = field(default_factory=lambda: [0, None])
+    step_tokens: int = 0
+    tool_calls: dict = field(default_factory=dict)  # tool -> [calls, failures]
+    error_count: int = 0  # error steps so far (tool errors and parse errors)
+    parse_errors: int = 0
+    repeat_count: int = 0  # steps whose action repeated an earlier one
+    trips: tuple = ()  # (step, guard, message)
+    raw_count: int = 0
+    memory: MemoryState = field(default_factory=MemoryState)
+    answer: str | None = None
+    outcome: str | None = None  # set once the run has ended
+
+    @classmethod
+    def initial(cls, info: RunInfo) -> RunState:
+        guards = info.guards or {}
+        repeat = guards.get("repeat")
+        return cls(
+            steps=[0, guards.get("max_steps")],
+            repeats=[0, repeat.get("threshold") if isinstance(repeat, dict) else None],
+            errors=[0, guards.get("max_consecutive_errors")],
+            tokens=[0, guards.get("token_budget")],
+        )
+
+    def advance(self, record: StepRecord) -> RunState:
+        calls = dict(self.tool_calls)
+        if record.tool is not None:
+            made, failed = calls.get(record.tool, [0, 0])
+            tool_failed = record.error_kind is not None or record.observation_error
+            calls[record.tool] = [made + 1, failed + (1 if tool_failed else 0)]
+        guards = record.guards
+        trips = self.trips
+        if record.tripped is not None:
+            trips = trips + ((record.step, record.tripped.guard, record.tripped.message),)
+        end = record.end
+        return replace(
+            self,
+            step=record.step,
+            steps=list(guards.steps) if guards else [record.step, self.steps[1]],
+            repeats=list(guards.repeats) if guards else [0, self.repeats[1]],
+            errors=list(guards.errors) if guards else self.errors,
+            tokens=list(guards.tokens) if guards else self.tokens,
+            step_tokens=guards.step_tokens if guards else 0,
+            tool_calls=calls,
+            error_count=self.error_count + (1 if record.is_error else 0),
+            parse_errors=self.parse_errors + (1 if record.parse_error is not None else 0),
+            repeat_count=self.repeat_count + (1 if record.is_repeat else 0),
+            trips=trips,
+            raw_count=self.raw_count + len(record.raw),
+            memory=self.memory.advance(record),
+            answer=record.answer if record.answer is not None else self.answer,
+            outcome=end.outcome if end is not None else self.outcome,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """For checkpoints: plain JSON, versioned."""
+        m = self.memory
+        return {
+            "v": STATE_VERSION,
+            "step": self.step,
+            "steps": self.steps,
+            "repeats": self.repeats,
+            "errors": self.errors,
+            "tokens": self.tokens,
+            "step_tokens": self.step_tokens,
+            "tool_calls": self.tool_calls,
+            "error_count": self.error_count,
+            "parse_errors": self.parse_errors,
+            "repeat_count": self.repeat_count,
+            "trips": [list(t) for t in self.trips],
+            "raw_count": self.raw_count,
+            "memory": {
+                "buffer": list(m.buffer),
+                "summary": m.summary,
+                "semantic_size": m.semantic_size,
+                "recalled": list(m.recalled),
+                "added": list(m.added),
+                "evicted": list(m.evicted),
+                "stored": list(m.stored),
+                "summary_changed": m.summary_changed,
+            },
+            "answer": self.answer,
+            "outcome": self.outcome,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunState:
+        """Read a checkpoint's state; ValueError when it is not one this version wrote."""
+        if not isinstance(data, dict) or data.get("v") != STATE_VERSION:
+            raise ValueError("checkpoint state has an unknown version")
+        try:
+            m = data["memory"]
+            return cls(
+                step=int(data["step"]),
+                steps=list(data["steps"]),
+                repeats=list(data["repeats"]),
+                errors=list(data["errors"]),
+                tokens=list(data["tokens"]),
+                step_tokens=int(data["step_tokens"]),
+                tool_calls={str(k): list(v) for k, v in data["tool_calls"].items()},
+                error_count=int(data["error_count"]),
+                parse_errors=int(data["parse_errors"]),
+                repeat_count=int(data["repeat_count"]),
+                trips=tuple(tuple(t) for t in data["trips"]),
+                raw_count=int(data.get("raw_count", 0)),
+                memory=MemoryState(
+                    buffer=tuple(m["buffer"]),
+                    summary=str(m["summary"]),
+                    semantic_size=int(m["semantic_size"]),
+                    recalled=tuple(m["recalled"]),
+                    added=tuple(m["added"]),
+                    evicted=tuple(m["evicted"]),
+                    stored=tuple(m["stored"]),
+                    summary_changed=bool(m["summary_changed"]),
+                ),
+                answer=data["answer"],
+                outcome=data["outcome"],
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"checkpoint state is malformed: {exc}") from None
+
+
+@dataclass
+class Run:
+    """One run's events, grouped: the header, the step records and the end."""
+
+    info: RunInfo
+    records: list[StepRecord]
+    end: ev.RunEnd | None
+    start: ev.RunStart | None = None
+
+    @property
+    def step_count(self) -> int:
+        return len(self.records)
+
+    def states(self) -> Iterator[RunState]:
+        """The state after every step, in order (state 0, the start, first)."""
+        state = RunState.initial(self.info)
+        yield state
+        for record in self.records:
+            state = state.advance(record)
+            yield state
+
+    def state_at(self, step: int) -> RunState:
+        """The state after ``step`` (0 = before the first step)."""
+        state = RunState.initial(self.info)
+        for record in self.records[: max(step, 0)]:
+            state = state.advance(record)
+        return state
+
+    def final_state(self) -> RunState:
+        return self.state_at(len(self.records))
+
+
+def group_run(events: Iterable[ev.Event]) -> Run:
+    """Group one run's events into records (events before the first ``step`` and after
+    the header belong to step 0 and are kept as the header's extras)."""
+    start: ev.RunStart | None = None
+    end: ev.RunEnd | None = None
+    records: list[StepRecord] = []
+    current: list[ev.Event] = []
+    number = 0
+
+    def close() -> None:
+        if number > 0:
+            records.append(StepRecord.from_events(number, current))
+
+    for event in events:
+        if isinstance(event, ev.RunStart):
+            start = event
+        elif isinstance(event, ev.StepStart):
+            close()
+            number, current = event.step, [event]
+        elif isinstance(event, ev.Checkpoint):
+            continue
+        else:
+            if isinstance(event, ev.RunEnd):
+                end = event
+            current.append(event)
+    close()
+    return Run(RunInfo.from_event(start), records, end, start)
+
+
+def split_runs(events: Iterable[ev.Event]) -> list[list[ev.Event]]:
+    """A file can hold several runs (episodes): each begins at a ``run_start``."""
+    runs: list[list[ev.Event]] = []
+    for event in events:
+        if isinstance(event, ev.RunStart) or not runs:
+            runs.append([])
+        runs[-1].append(event)
+    return runs

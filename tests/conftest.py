@@ -1,0 +1,27 @@
+"""Shared test helpers: paths to sample plans, the project's fixtures and the shared real runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_PLANS = ROOT / "sample_plans"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+# Real runs recorded elsewhere live beside the project, not in it.
+SHARED_FIXTURES = Path(os.environ.get("AGENTDBG_SHARED_FIXTURES", ROOT.parent / "shared" / "fixtures"))
+
+
+@pytest.fixture
+def shared_fixtures() -> Path:
+    """The shared real runs (ReAct paper, SWE-agent); skips where they are absent."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip(f"shared real-run fixtures not found at {SHARED_FIXTURES} (set AGENTDBG_SHARED_FIXTURES)")
+    return SHARED_FIXTURES
+
+
+@pytest.fixture
+def sample_plans() -> Path:
+    return SAMPLE_PLANS

@@ -29,7 +29,7 @@ OUTCOME_TEXT = {
 }
 
 
-# Seed 001's pretty_trace labels, spaced exactly as its documented output.
+# The ToyLLM walkthrough's pretty-trace labels, spaced exactly as it prints them.
 HISTORY_LABELS = {"user": "  user", "thought": " thought", "action": "  action", "final": "  final"}
 
 
@@ -46,7 +46,7 @@ class Outcome:
     steps: int = 0
 
     def describe(self) -> str:
-        """The answer, or what interrupted the run (seed 004's wording)."""
+        """The answer, or what interrupted the run (``INTERRUPTED: ...``)."""
         if self.status == "answered":
             return self.answer or ""
         return OUTCOME_TEXT.get(self.status, self.status)
@@ -108,7 +108,7 @@ class Trace:
 
     @property
     def tool_calls(self) -> list[tuple[str, Any, str]]:
-        """(tool, args, observation) for every tool call that ran: seed 000's trace."""
+        """(tool, args, observation) for every tool call that ran: a scripted plan's audit log."""
         calls = []
         for step in self.steps:
             if step.action is not None and step.observation is not None and step.parse_error is None:
@@ -116,7 +116,7 @@ class Trace:
         return calls
 
     def history_lines(self) -> list[str]:
-        """Seed 001's pretty trace: ``[00   user] task`` then thought / action / final turns."""
+        """The ToyLLM walkthrough's pretty trace: ``[00   user] task`` then thought / action / final turns."""
         turns: list[tuple[str, str]] = [("user", self.task)]
         for step in self.steps:
             if step.parsed is None:
@@ -132,7 +132,7 @@ class Trace:
 
 def render_output(output: Any, parsed: Step | None) -> str:
     """The policy's output as it appears in the transcript: text verbatim, structured
-    steps written out in the seed 002 style."""
+    steps written out as ``Thought:`` / ``Action:`` lines."""
     if isinstance(output, str):
         return output
     if parsed is None:

@@ -36,7 +36,7 @@ class StepBudget:
 @dataclass
 class RepetitionGuard:
     """The repetition brake. ``mode="any"`` stops the first time an earlier action comes
-    back (seed 004's strict brake); ``mode="consecutive"`` stops when the same action is
+    back (the strict brake); ``mode="consecutive"`` stops when the same action is
     proposed ``threshold`` times in a row (default 3), for tools whose result changes
     between calls. ``active=False`` only counts (the debugger still shows repeats)."""
 

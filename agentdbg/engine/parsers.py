@@ -31,7 +31,7 @@ class Action:
 @dataclass(frozen=True)
 class FinalAnswer:
     thought: str
-    answer: str | None  # None: the policy finished without an answer (seed 000's "finish")
+    answer: str | None  # None: the policy finished without an answer (a plan's "finish")
 
 
 Step = Action | FinalAnswer
@@ -60,7 +60,7 @@ _BRACKET_CALL = re.compile(r"^(\w+)[ \t]*\[(.*)\]$", re.S)
 
 
 def parse_bracket_action(text: str) -> Step:
-    """``Thought: ...`` / ``Action: name[argument]`` or ``Final Answer: ...`` (seed 004)."""
+    """``Thought: ...`` / ``Action: name[argument]`` or ``Final Answer: ...`` (the library example's format)."""
     text = _require_text(text)
     final = _FINAL.search(text)
     if final:
@@ -82,7 +82,7 @@ _COLON_CALL = re.compile(r"^(\w+)[ \t]*:[ \t]*(.*)$", re.S)
 
 
 def parse_colon_action(text: str) -> Step:
-    """``Action: tool: argument`` or ``Answer: ...`` (seed 003)."""
+    """``Action: tool: argument`` or ``Answer: ...``."""
     text = _require_text(text)
     answer = _ANSWER.search(text)
     if answer:
@@ -103,7 +103,7 @@ _JSON_INPUT = re.compile(r"^[ \t]*Action[ \t]+Input[ \t]*:[ \t]*", re.M)
 
 
 def parse_json_action(text: str) -> Step:
-    """``Thought:`` / ``Action: name`` / ``Action Input: {json}`` or ``Final Answer:`` (seed 002)."""
+    """``Thought:`` / ``Action: name`` / ``Action Input: {json}`` or ``Final Answer:``."""
     text = _require_text(text)
     final = _FINAL.search(text)
     if final:
@@ -160,7 +160,7 @@ def _describe_call(name: str, args: dict[str, Any]) -> str:
 
 
 def parse_plan_step(step: Any) -> Step:
-    """Seed 000: a ``(tool, args)`` tuple; missing args mean ``{}``; ``finish`` ends the run
+    """A scripted plan's step: a ``(tool, args)`` tuple; missing args mean ``{}``; ``finish`` ends the run
     and is not a tool call (an ``answer`` argument, if given, is the answer)."""
     if isinstance(step, str):
         step = (step,)
@@ -181,7 +181,7 @@ def parse_plan_step(step: Any) -> Step:
 
 
 def parse_script_step(step: Any) -> Step:
-    """Seed 001: ``{"kind": "finish", "content": ...}`` or
+    """A ToyLLM-style script step: ``{"kind": "finish", "content": ...}`` or
     ``{"thought": ..., "action": name, "args": {...}}`` (``action`` may also be
     ``{"name": ..., "args": ...}``)."""
     if not isinstance(step, dict):

@@ -60,7 +60,7 @@ class _Script(Policy):
 
 
 class ScriptedPlan(_Script):
-    """Seed 000: a fixed list of ``(tool, args)`` steps; ``("finish",)`` ends the run."""
+    """A fixed list of ``(tool, args)`` steps; ``("finish",)`` ends the run."""
 
     kind = "plan"
 
@@ -69,7 +69,7 @@ class ScriptedPlan(_Script):
 
 
 class ToyScript(_Script):
-    """Seed 001's ToyLLM: dicts with thought / action / args, or kind = finish."""
+    """A ToyLLM-style script: dicts with thought / action / args, or kind = finish."""
 
     kind = "script"
 
@@ -88,7 +88,7 @@ class ScriptedOutputs(_Script):
 
 
 class CallablePolicy(Policy):
-    """Any Python callable from the prompt (transcript) to the next output (seeds 002, 004)."""
+    """Any Python callable from the prompt (transcript) to the next output."""
 
     kind = "callable"
 

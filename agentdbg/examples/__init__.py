@@ -1,1 +1,1 @@
-"""Worked examples as Python: the seed 004 library and its policies."""
+"""Worked examples as Python: the library question and its policies."""

@@ -1,4 +1,4 @@
-"""Seed 004's library question, with its three hand-written policies as Python callables.
+"""The library question, with its three hand-written policies as Python callables.
 
 Sample plans reproduce these runs as data (``sample_plans/library_*.toml``); this module is
 what a plan names when it says it runs Python code (``library_good_python.toml``)."""
@@ -57,5 +57,5 @@ def stuck_policy(transcript: str) -> str:
 
 
 def agent(policy, max_steps: int = 6) -> ReActAgent:
-    """The seed's agent: step budget 6 and the strict any-repeat brake."""
+    """The example's agent: step budget 6 and the strict any-repeat brake."""
     return ReActAgent(policy, registry(), max_steps=max_steps, guards=[RepetitionGuard("any")])

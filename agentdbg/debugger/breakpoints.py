@@ -1,0 +1,348 @@
+"""Breakpoints: the automatic ones (tool error, parse error, repeat, guard, final answer)
+and the user's (a step number, a tool name, a filter expression), with hit counts,
+ignore counts and a JSON sidecar file saved beside the trace or plan.
+
+``BreakpointSet.reasons(record)`` says why a step would stop a continue, each reason a
+short line for the status bar; ``register_hit`` is the same but counts the hit (and
+honours ignore counts), for the step where a continue actually stops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentdbg.debugger.filters import Filter, parse_filter
+
+AUTO_BREAKS: dict[str, str] = {
+    "tool_error": "a tool call failed: unknown tool, bad arguments, exception, timeout",
+    "parse_error": "the policy's output could not be read",
+    "repeat": "the step repeats an earlier action",
+    "guard": "a guard stopped the run: step, token or error budget, repetition",
+    "final": "the final answer (or the end of a run that ended without one)",
+}
+TOOL_ERROR_KINDS = frozenset({"unknown_tool", "bad_args", "exception", "timeout"})
+BREAKPOINT_KINDS = ("step", "tool", "filter")
+SIDECAR_SUFFIX = ".breakpoints.json"
+SIDECAR_FORMAT = "agentdbg-breakpoints"
+SIDECAR_VERSION = 1
+REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
+
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(text: Any, width: int = REASON_WIDTH) -> str:
+    """Untrusted text made safe for a status line: no control sequences, no newlines, short."""
+    text = _CONTROL.sub(" ", text if isinstance(text, str) else str(text))
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass(eq=False)
+class Breakpoint:
+    """One user breakpoint. ``ignore`` skips the next N hits (like pudb and pdb);
+    ``hits`` counts every time a continue reached it, ignored hits included."""
+
+    kind: str  # "step" | "tool" | "filter"
+    spec: str
+    enabled: bool = True
+    hits: int = 0
+    ignore: int = 0
+    _filter: Filter | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind == "filter":
+            self._filter = parse_filter(self.spec)
+
+    @property
+    def label(self) -> str:
+        if self.kind == "step":
+            return f"step {self.spec}"
+        if self.kind == "tool":
+            return f"tool {self.spec}"
+        return self.spec
+
+    def matches(self, record: Any) -> bool:
+        if self.kind == "step":
+            return getattr(record, "step", None) == int(self.spec)
+        if self.kind == "tool":
+            return getattr(record, "tool", None) == self.spec
+        return self._filter is not None and self._filter.matches(record)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "spec": self.spec, "enabled": self.enabled}
+        if self.ignore:
+            out["ignore"] = self.ignore
+        return out
+
+
+def validate(kind: str, spec: Any) -> str:
+    """The spec in its normal form; ValueError with a readable message when it is bad."""
+    if kind not in BREAKPOINT_KINDS:
+        raise ValueError(f"unknown breakpoint kind {kind!r}; known: {', '.join(BREAKPOINT_KINDS)}")
+    if kind == "step":
+        text = str(spec).strip()
+        if isinstance(spec, bool) or not text.isdigit() or int(text) < 1:
+            raise ValueError(f"a step breakpoint needs a step number (1 or more), got {text!r}")
+        return str(int(text))
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"a {kind} breakpoint needs a {'tool name' if kind == 'tool' else 'filter'}")
+    spec = spec.strip()
+    if kind == "filter":
+        parse_filter(spec)  # raises ValueError saying what and where
+    return spec
+
+
+class BreakpointSet:
+    """The automatic breaks (each on or off) and the user's breakpoints."""
+
+    def __init__(self) -> None:
+        self.auto: dict[str, bool] = dict.fromkeys(AUTO_BREAKS, True)
+        self.breakpoints: list[Breakpoint] = []
+        self._reindex()
+
+    # --- editing ---------------------------------------------------------------------
+
+    def toggle_auto(self, code: str) -> bool:
+        """Flip one automatic break; returns its new setting."""
+        if code not in AUTO_BREAKS:
+            raise ValueError(f"unknown automatic break {code!r}; known: {', '.join(AUTO_BREAKS)}")
+        self.auto[code] = not self.auto.get(code, True)
+        return self.auto[code]
+
+    def add(self, kind: str, spec: Any) -> Breakpoint:
+        """Add a breakpoint (or return the existing one with the same kind and spec)."""
+        spec = validate(kind, spec)
+        for bp in self.breakpoints:
+            if bp.kind == kind and bp.spec == spec:
+                return bp
+        bp = Breakpoint(kind, spec)
+        self.breakpoints.append(bp)
+        self._reindex()
+        return bp
+
+    def remove(self, bp: Breakpoint) -> None:
+        self.breakpoints = [b for b in self.breakpoints if b is not bp]
+        self._reindex()
+
+    def toggle(self, bp: Breakpoint) -> bool:
+        """Enable or disable; returns the new setting."""
+        bp.enabled = not bp.enabled
+        return bp.enabled
+
+    def toggle_step(self, step: int) -> bool:
+        """The ``b`` key: add a breakpoint on ``step``, or remove the one there.
+        Returns True when the step now has a breakpoint."""
+        existing = self._steps.get(int(step))
+        if existing is not None:
+            self.remove(existing)
+            return False
+        self.add("step", step)
+        return True
+
+    def has_step(self, step: int) -> bool:
+        """A step breakpoint (enabled or not) sits on ``step``: for the gutter."""
+        return step in self._steps
+
+    def step_breakpoint(self, step: int) -> Breakpoint | None:
+        return self._steps.get(step)
+
+    def clear(self) -> None:
+        self.breakpoints = []
+        self._reindex()
+
+    def __len__(self) -> int:
+        return len(self.breakpoints)
+
+    def __iter__(self):
+        return iter(list(self.breakpoints))
+
+    def _reindex(self) -> None:
+        # Lookups by step and tool keep the per-step check cheap on long runs.
+        self._steps: dict[int, Breakpoint] = {}
+        self._tools: dict[str, list[Breakpoint]] = {}
+        self._filters: list[Breakpoint] = []
+        for bp in self.breakpoints:
+            if bp.kind == "step":
+                self._steps[int(bp.spec)] = bp
+            elif bp.kind == "tool":
+                self._tools.setdefault(bp.spec, []).append(bp)
+            else:
+                self._filters.append(bp)
+
+    # --- matching --------------------------------------------------------------------
+
+    def auto_reasons(self, record: Any) -> list[str]:
+        """Why the enabled automatic breaks stop at this step."""
+        auto = self.auto
+        out: list[str] = []
+        parse_error = record.parse_error
+        if auto["tool_error"]:
+            if record.error_kind in TOOL_ERROR_KINDS:
+                out.append("tool error: " + one_line(record.error or record.error_kind))
+            elif record.observation_error is True and parse_error is None:
+                out.append("tool error: " + one_line(record.observation or "error observation"))
+        if auto["parse_error"] and parse_error is not None:
+            out.append("parse error: " + one_line(parse_error or "the output could not be read"))
+        if auto["repeat"] and record.tool is not None and record.is_repeat:
+            times = record.guards.repeats[0]
+            out.append(f"repeated action: {one_line(record.call or record.tool)} ({_ordinal(times)} time)")
+        tripped = record.tripped
+        if auto["guard"] and tripped is not None:
+            out.append(f"guard tripped: {one_line(tripped.guard)}: {one_line(tripped.message)}")
+        if auto["final"]:
+            if record.answer is not None:
+                out.append("final answer: " + one_line(record.answer))
+            elif record.end is not None and tripped is None:
+                end = record.end
+                detail = f": {one_line(end.message)}" if end.message else ""
+                out.append(f"run ended: {one_line(end.outcome)}{detail}")
+        return out
+
+    def matching(self, record: Any) -> list[Breakpoint]:
+        """The enabled user breakpoints that match this step (ignore counts aside)."""
+        found: list[Breakpoint] = []
+        step = getattr(record, "step", None)
+        bp = self._steps.get(step) if isinstance(step, int) else None
+        if bp is not None and bp.enabled:
+            found.append(bp)
+        tool = getattr(record, "tool", None)
+        if isinstance(tool, str) and self._tools:
+            found.extend(b for b in self._tools.get(tool, ()) if b.enabled)
+        for bp in self._filters:
+            if bp.enabled and bp.matches(record):
+                found.append(bp)
+        return found
+
+    def reasons(self, record: Any) -> list[str]:
+        """Every enabled automatic break and user breakpoint matching this step, as short
+        reasons. Hit and ignore counts are neither changed nor consulted."""
+        if record is None:
+            return []
+        return self._safe_auto(record) + ["breakpoint: " + one_line(bp.label) for bp in self.matching(record)]
+
+    def register_hit(self, record: Any) -> list[str]:
+        """As ``reasons``, for a step a continue reached: each matching user breakpoint
+        counts a hit, and one with an ignore count left uses one up instead of stopping."""
+        if record is None:
+            return []
+        out = self._safe_auto(record)
+        for bp in self.matching(record):
+            bp.hits += 1
+            if bp.ignore > 0:
+                bp.ignore -= 1
+                continue
+            out.append("breakpoint: " + one_line(bp.label))
+        return out
+
+    def _safe_auto(self, record: Any) -> list[str]:
+        try:
+            return self.auto_reasons(record)
+        except Exception:  # an odd record (an import's) never stops the debugger working
+            return []
+
+    # --- persistence -----------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sidecar's content. Hit counts belong to a debugging session: not saved."""
+        return {
+            "format": SIDECAR_FORMAT,
+            "version": SIDECAR_VERSION,
+            "auto": dict(self.auto),
+            "breakpoints": [bp.to_dict() for bp in self.breakpoints],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "breakpoints") -> BreakpointSet:
+        """Rebuild from ``to_dict``'s form; ValueError names ``where`` and what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        if data.get("format") != SIDECAR_FORMAT:
+            raise ValueError(f"{where}: not an agentdbg breakpoints file (format is {data.get('format')!r})")
+        if data.get("version") != SIDECAR_VERSION:
+            raise ValueError(f"{where}: unsupported version {data.get('version')!r} "
+                             f"(this agentdbg reads version {SIDECAR_VERSION})")
+        result = cls()
+        auto = data.get("auto", {})
+        if not isinstance(auto, dict):
+            raise ValueError(f"{where}: 'auto' should be an object of true/false settings")
+        for code, on in auto.items():
+            if code not in AUTO_BREAKS:
+                raise ValueError(f"{where}: unknown automatic break {code!r}; known: {', '.join(AUTO_BREAKS)}")
+            if not isinstance(on, bool):
+                raise ValueError(f"{where}: automatic break {code!r} should be true or false")
+            result.auto[code] = on
+        entries = data.get("breakpoints", [])
+        if not isinstance(entries, list):
+            raise ValueError(f"{where}: 'breakpoints' should be a list")
+        for number, entry in enumerate(entries, 1):
+            at = f"{where}: breakpoint {number}"
+            if not isinstance(entry, dict):
+                raise ValueError(f"{at}: expected an object")
+            enabled, ignore, hits = entry.get("enabled", True), entry.get("ignore", 0), entry.get("hits", 0)
+            if not isinstance(enabled, bool):
+                raise ValueError(f"{at}: 'enabled' should be true or false")
+            for name, value in (("ignore", ignore), ("hits", hits)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ValueError(f"{at}: {name!r} should be a whole number of 0 or more")
+            try:
+                bp = result.add(entry.get("kind"), entry.get("spec"))
+            except ValueError as exc:
+                raise ValueError(f"{at}: {exc}") from None
+            bp.enabled, bp.ignore, bp.hits = enabled, ignore, hits
+        return result
+
+    def save(self, path: str | Path) -> None:
+        """Write the sidecar (atomically); ValueError naming the file when it cannot."""
+        path = Path(path)
+        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        temporary = path.with_name(path.name + ".tmp")
+        try:
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError as exc:
+            try:
+                temporary.unlink()
+            except OSError:
+                pass
+            raise ValueError(f"{path}: cannot save breakpoints: {exc.strerror or exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> BreakpointSet:
+        """Read a sidecar. A missing file gives the defaults (nothing saved yet); a damaged
+        or foreign one gives a ValueError naming the file and what is wrong."""
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return cls()
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read breakpoints: {exc.strerror or exc}") from None
+        if len(raw) > 10_000_000:
+            raise ValueError(f"{path}: too large for a breakpoints file ({len(raw)} bytes)")
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise ValueError(f"{path}: not a breakpoints file (nested too deeply)") from None
+        return cls.from_dict(data, str(path))
+
+
+def sidecar_path(target_path: str | Path) -> Path:
+    """Where breakpoints for a trace or plan are saved: beside it, ``.breakpoints.json`` added."""
+    target = Path(target_path)
+    return target.with_name(target.name + SIDECAR_SUFFIX)
+
+
+def _ordinal(n: Any) -> str:
+    if not isinstance(n, int) or isinstance(n, bool):
+        return str(n)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

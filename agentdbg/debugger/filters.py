@@ -1,0 +1,584 @@
+"""A small filter language over steps, in the spirit of mitmproxy's flow filters.
+
+``parse_filter("~tool calc & !~error")`` gives a ``Filter`` whose ``matches(record)``
+says whether a step (a ``state.StepRecord``) fits. Filters drive conditional breakpoints,
+and the help screen's table (``FILTER_HELP``) is generated from the filter classes here.
+
+Syntax:
+
+* ``~code`` flags (``~error``, ``~repeat``...) and ``~code ARG`` filters (``~tool calc``,
+  ``~obs REGEX``, ``~step >10``);
+* ``!`` not, ``&`` and (two filters side by side are also joined by and), ``|`` or;
+  precedence ``!`` > ``&`` > ``|``; parentheses group;
+* an argument ends at whitespace; quote it with ``"..."`` or ``'...'`` to include spaces
+  (a backslash escapes the quote character);
+* a bare word or quoted string on its own means ``~text`` (anywhere in the step's text).
+
+Regexes use smart case: case-insensitive unless the pattern has an uppercase letter
+(escapes such as ``\\S`` or ``\\W`` do not count).
+
+Matching never raises: a step whose fields are missing or odd simply does not match.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from agentdbg.engine.events import ERROR_KINDS, GUARD_NAMES
+
+MAX_DEPTH = 64  # nesting of parentheses and "!": deeper is certainly a mistake
+_SEARCH_LIMIT = 1_000_000  # characters of one field a regex looks at (a huge field stays cheap)
+
+
+# --- helpers -------------------------------------------------------------------------
+
+def _as_text(value: Any) -> str:
+    """Any field value as text; never raises."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(value)
+        except Exception:  # a value whose repr itself fails
+            return ""
+
+
+def compile_regex(pattern: str) -> re.Pattern:
+    """Compile with smart case; ValueError carries the regex error."""
+    flags = 0 if _has_upper(pattern) else re.IGNORECASE
+    try:
+        return re.compile(pattern, flags)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _has_upper(pattern: str) -> bool:
+    # An escape like \S or \W is a character class, not an uppercase letter the user typed.
+    return any(ch.isupper() for ch in re.sub(r"\\.", "", pattern))
+
+
+def transcript_text(record: Any) -> str:
+    """Everything a step says, as one text (for ``~text`` and transcript search)."""
+    try:
+        return "\n".join(_as_text(text) for _, text in record.transcript())
+    except Exception:
+        return ""
+
+
+def _search(pattern: re.Pattern, value: Any) -> bool:
+    text = _as_text(value)
+    return pattern.search(text[:_SEARCH_LIMIT]) is not None
+
+
+# --- the filter classes ---------------------------------------------------------------
+
+class Filter:
+    """A parsed filter expression. ``matches(record)`` never raises."""
+
+    code: ClassVar[str] = ""
+    arg: ClassVar[str] = ""  # the argument's placeholder in help, "" for a flag
+    help: ClassVar[str] = ""
+    needs_state: ClassVar[bool] = False  # True when matching wants the RunState at the step
+
+    def matches(self, record: Any, state: Any = None) -> bool:
+        try:
+            return bool(self._matches(record, state))
+        except Exception:  # an odd record does not match; it never crashes the debugger
+            return False
+
+    def _matches(self, record: Any, state: Any) -> bool:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.code
+
+
+class FError(Filter):
+    code = "~error"
+    help = "any error: a tool error, a parse error or an error observation"
+
+    def _matches(self, record, state):
+        return (record.error_kind is not None or record.parse_error is not None
+                or record.observation_error is True)
+
+
+class FParse(Filter):
+    code = "~parse"
+    help = "the policy's output could not be read (parse error)"
+
+    def _matches(self, record, state):
+        return record.parse_error is not None
+
+
+class FRepeat(Filter):
+    code = "~repeat"
+    help = "the step's action repeats an earlier one"
+
+    def _matches(self, record, state):
+        return record.tool is not None and record.is_repeat
+
+
+class FTripped(Filter):
+    code = "~tripped"
+    help = "a guard stopped the run in this step"
+
+    def _matches(self, record, state):
+        return record.tripped is not None
+
+
+class FFinal(Filter):
+    code = "~final"
+    help = "the step gives the final answer"
+
+    def _matches(self, record, state):
+        return record.answer is not None
+
+
+class FEnd(Filter):
+    code = "~end"
+    help = "the run ended in this step (answer, guard, script exhausted...)"
+
+    def _matches(self, record, state):
+        return record.end is not None
+
+
+class FRaw(Filter):
+    code = "~raw"
+    help = "the step holds records an import could not map"
+
+    def _matches(self, record, state):
+        return len(record.raw) > 0
+
+
+class _Arg(Filter):
+    """A filter with one argument; ``build`` turns the argument text into the filter
+    (ValueError with a message when it cannot)."""
+
+    def __init__(self, argument: str):
+        self.argument = argument
+
+    def __str__(self) -> str:
+        return f"{self.code} {_quote(self.argument)}"
+
+
+class _Regex(_Arg):
+    arg = "REGEX"
+    field: ClassVar[str] = ""
+
+    def __init__(self, argument: str):
+        super().__init__(argument)
+        self.pattern = compile_regex(argument)
+
+    def _matches(self, record, state):
+        return _search(self.pattern, getattr(record, self.field))
+
+
+class FTool(_Arg):
+    code = "~tool"
+    arg = "NAME"
+    help = "the step calls this tool (exact name; /REGEX/ for a pattern)"
+
+    def __init__(self, argument: str):
+        super().__init__(argument)
+        if len(argument) >= 2 and argument.startswith("/") and argument.endswith("/"):
+            self.pattern: re.Pattern | None = compile_regex(argument[1:-1])
+        else:
+            self.pattern = None
+
+    def _matches(self, record, state):
+        tool = record.tool
+        if tool is None:
+            return False
+        if self.pattern is not None:
+            return _search(self.pattern, tool)
+        return tool == self.argument
+
+
+class FKind(_Arg):
+    code = "~kind"
+    arg = "KIND"
+    help = "the step's error is of this kind: " + ", ".join(ERROR_KINDS)
+
+    def __init__(self, argument: str):
+        if argument not in ERROR_KINDS:
+            raise ValueError(f"unknown error kind {argument!r}; known: {', '.join(ERROR_KINDS)}")
+        super().__init__(argument)
+
+    def _matches(self, record, state):
+        return record.error_kind == self.argument
+
+
+GUARD_ALIASES = {"steps": "max_steps", "step": "max_steps", "repeat": "repetition",
+                 "errors": "error_budget", "error": "error_budget", "tokens": "token_budget"}
+
+
+class FGuard(_Arg):
+    code = "~guard"
+    arg = "NAME"
+    help = "this guard stopped the run: " + ", ".join(GUARD_NAMES)
+
+    def __init__(self, argument: str):
+        name = GUARD_ALIASES.get(argument, argument)
+        if name not in GUARD_NAMES:
+            raise ValueError(f"unknown guard {argument!r}; known: {', '.join(GUARD_NAMES)}")
+        super().__init__(argument)
+        self.name = name
+
+    def _matches(self, record, state):
+        return record.tripped is not None and record.tripped.guard == self.name
+
+
+class FObs(_Regex):
+    code = "~obs"
+    help = "the observation matches"
+    field = "observation"
+
+
+class FThought(_Regex):
+    code = "~thought"
+    help = "the thought matches"
+    field = "thought"
+
+
+class FAction(_Regex):
+    code = "~action"
+    help = "the action as written matches (e.g. calc[5 - 3])"
+    field = "call"
+
+
+class FArgs(_Regex):
+    code = "~args"
+    help = "the action's arguments (as text or JSON) match"
+    field = "args"
+
+
+class FAnswer(_Regex):
+    code = "~answer"
+    help = "the final answer matches"
+    field = "answer"
+
+
+class FText(_Regex):
+    code = "~text"
+    help = "anywhere in the step's text: thought, action, output, observation, answer"
+
+    def _matches(self, record, state):
+        return self.pattern.search(transcript_text(record)[:_SEARCH_LIMIT]) is not None
+
+
+_COMPARISON = re.compile(r"^(>=|<=|==|>|<|=)?\s*(\d{1,18})$")
+_RANGE = re.compile(r"^(\d{1,18})\.\.(\d{1,18})$")
+
+
+class _Compare(_Arg):
+    arg = "CMP"
+    what: ClassVar[str] = "a comparison like >10, <=5, =3 or 5..9"
+
+    def __init__(self, argument: str):
+        super().__init__(argument)
+        text = argument.replace(" ", "")
+        match = _RANGE.match(text)
+        if match:
+            low, high = int(match[1]), int(match[2])
+            self.test = lambda n: low <= n <= high
+            return
+        match = _COMPARISON.match(text)
+        if not match:
+            raise ValueError(f"{self.code} needs {self.what} (got {argument!r})")
+        op, value = match[1] or "=", int(match[2])
+        self.test = {
+            ">": lambda n: n > value, "<": lambda n: n < value,
+            ">=": lambda n: n >= value, "<=": lambda n: n <= value,
+            "=": lambda n: n == value, "==": lambda n: n == value,
+        }[op]
+
+    def value(self, record: Any) -> Any:
+        raise NotImplementedError
+
+    def _matches(self, record, state):
+        value = self.value(record)
+        return isinstance(value, int) and not isinstance(value, bool) and self.test(value)
+
+
+class FStep(_Compare):
+    code = "~step"
+    help = "the step number compares: >10, <5, >=3, <=3, =7 (or 7), 5..9"
+
+    def value(self, record):
+        return record.step
+
+
+class FTokens(_Compare):
+    code = "~tokens"
+    help = "this step's token cost compares (as ~step)"
+
+    def value(self, record):
+        return record.guards.step_tokens if record.guards is not None else None
+
+
+class FTotal(_Compare):
+    code = "~total"
+    help = "the run's token total after this step compares (as ~step)"
+
+    def value(self, record):
+        return record.guards.tokens[0] if record.guards is not None else None
+
+
+# In the order the help screen lists them.
+FILTERS: dict[str, type[Filter]] = {
+    cls.code: cls
+    for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FObs,
+                FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw)
+}
+
+
+class Not(Filter):
+    def __init__(self, inner: Filter):
+        self.inner = inner
+
+    def _matches(self, record, state):
+        return not self.inner.matches(record, state)
+
+    def __str__(self) -> str:
+        return f"!{_group(self.inner)}"
+
+
+class And(Filter):
+    def __init__(self, parts: list[Filter]):
+        self.parts = parts
+
+    def _matches(self, record, state):
+        return all(part.matches(record, state) for part in self.parts)
+
+    def __str__(self) -> str:
+        return " & ".join(_group(p) for p in self.parts)
+
+
+class Or(Filter):
+    def __init__(self, parts: list[Filter]):
+        self.parts = parts
+
+    def _matches(self, record, state):
+        return any(part.matches(record, state) for part in self.parts)
+
+    def __str__(self) -> str:
+        return " | ".join(_group(p) for p in self.parts)
+
+
+def _group(part: Filter) -> str:
+    return f"({part})" if isinstance(part, (And, Or)) else str(part)
+
+
+def _quote(text: str) -> str:
+    if text and not any(ch.isspace() or ch in "\"'()" for ch in text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+FILTER_HELP: list[tuple[str, str]] = [
+    *((f"{cls.code} {cls.arg}".strip(), cls.help) for cls in FILTERS.values()),
+    ("!", "not"),
+    ("&", "and (two filters side by side are joined by and too)"),
+    ("|", "or (binds looser than &)"),
+    ("( )", "grouping"),
+    ('WORD, "TEXT"', "a bare word or quoted text: same as ~text"),
+]
+
+
+# --- the parser -----------------------------------------------------------------------
+
+_OPERATORS = "()!&|"
+_WORD_STOP = "()&|\"'"
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self.depth = 0
+
+    def error(self, message: str, pos: int | None = None) -> ValueError:
+        column = (self.pos if pos is None else pos) + 1
+        return ValueError(message.replace("{col}", f"column {column}"))
+
+    def skip_space(self) -> None:
+        text = self.text
+        while self.pos < len(text) and text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self) -> str:
+        """The next token's first character after whitespace ('' at the end)."""
+        self.skip_space()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    # expression := or ; or := and ('|' and)* ; and := not ('&'? not)* ; not := '!'* atom
+    def parse(self) -> Filter:
+        if not self.peek():
+            raise self.error("empty filter: write e.g. ~error, ~tool calc or a word to look for")
+        result = self.parse_or()
+        if self.peek() == ")":
+            raise self.error("unexpected ) at {col}: no ( to close")
+        return result
+
+    def parse_or(self) -> Filter:
+        parts = [self.parse_and()]
+        while self.peek() == "|":
+            at = self.pos
+            self.pos += 1
+            if self.peek() in ("", ")", "|", "&"):
+                raise self.error("| at {col} needs a filter after it", at)
+            parts.append(self.parse_and())
+        return parts[0] if len(parts) == 1 else Or(parts)
+
+    def parse_and(self) -> Filter:
+        parts = [self.parse_not()]
+        while True:
+            nxt = self.peek()
+            if nxt == "&":
+                at = self.pos
+                self.pos += 1
+                if self.peek() in ("", ")", "|", "&"):
+                    raise self.error("& at {col} needs a filter after it", at)
+            elif nxt in ("", ")", "|"):
+                break
+            parts.append(self.parse_not())
+        return parts[0] if len(parts) == 1 else And(parts)
+
+    def parse_not(self) -> Filter:
+        negations = 0
+        while self.peek() == "!":
+            at = self.pos
+            self.pos += 1
+            negations += 1
+            if self.peek() in ("", ")", "|", "&"):
+                raise self.error("! at {col} needs a filter after it", at)
+        result = self.parse_atom()
+        for _ in range(negations % 2):
+            result = Not(result)
+        return result
+
+    def parse_atom(self) -> Filter:
+        ch = self.peek()
+        start = self.pos
+        if ch == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.error(f"too many nested parentheses at {{col}} (at most {MAX_DEPTH})")
+            self.pos += 1
+            if self.peek() == ")":
+                raise self.error("empty parentheses at {col}", start)
+            inner = self.parse_or()
+            if self.peek() != ")":
+                raise self.error(f"missing ) at {{col}} (to close the ( at column {start + 1})")
+            self.pos += 1
+            self.depth -= 1
+            return inner
+        if ch in ("&", "|"):
+            raise self.error(f"{ch} at {{col}} needs a filter before it")
+        if ch == ")":
+            raise self.error("unexpected ) at {col}")
+        if ch == "~":
+            return self.parse_code()
+        text = self.read_quoted() if ch in "\"'" else self.read_word()
+        try:
+            return FText(text)
+        except ValueError as exc:
+            raise self.error(f"invalid regex {text!r} at {{col}}: {exc}", start) from None
+
+    def parse_code(self) -> Filter:
+        start = self.pos
+        match = re.compile(r"~[A-Za-z_]*").match(self.text, self.pos)
+        code = match.group(0)
+        self.pos = match.end()
+        if code == "~":
+            raise self.error("~ at {col} needs a filter name, e.g. ~error; known: " + _known(), start)
+        cls = FILTERS.get(code)
+        if cls is None:
+            raise self.error(f"{code}: unknown filter at {{col}}; known: {_known()}", start)
+        if not cls.arg:
+            return cls()
+        self.skip_space()
+        arg_start = self.pos
+        argument = self.read_argument(cls, start)
+        if issubclass(cls, _Compare) and argument in (">", "<", ">=", "<=", "=", "=="):
+            argument += self.read_argument(cls, start)  # "~step > 10" reads like "~step >10"
+        try:
+            return cls(argument)
+        except ValueError as exc:
+            message = str(exc)
+            if issubclass(cls, _Regex) or (cls is FTool and argument.startswith("/")):
+                message = f"{code}: invalid regex {argument!r} at {{col}}: {message}"
+            elif issubclass(cls, _Compare):
+                message = f"{message} at {{col}}"
+            else:
+                message = f"{code}: {message} (at {{col}})"
+            raise self.error(message, arg_start) from None
+
+    def read_argument(self, cls: type[Filter], code_start: int) -> str:
+        ch = self.peek()
+        if ch in ("", ")", "|", "&") or ch == "~":
+            what = {"NAME": "a name", "KIND": "an error kind", "REGEX": "a regex",
+                    "CMP": "a comparison like >10 or 5..9"}[cls.arg]
+            raise self.error(f"{cls.code} needs {what} at {{col}}", code_start)
+        if ch in "\"'":
+            return self.read_quoted()
+        # An unquoted argument runs to whitespace; a ")" it did not open ends it (and a group).
+        text, pos, depth = self.text, self.pos, 0
+        while pos < len(text) and not text[pos].isspace():
+            c = text[pos]
+            if c == "\\":
+                pos += 2
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                if depth == 0:
+                    break
+                depth -= 1
+            pos += 1
+        pos = min(pos, len(text))
+        argument = text[self.pos:pos]
+        self.pos = pos
+        return argument
+
+    def read_word(self) -> str:
+        text, pos = self.text, self.pos
+        while pos < len(text) and not text[pos].isspace() and text[pos] not in _WORD_STOP:
+            pos += 1
+        word = text[self.pos:pos]
+        self.pos = pos
+        return word
+
+    def read_quoted(self) -> str:
+        quote, start = self.text[self.pos], self.pos
+        pos = start + 1
+        out: list[str] = []
+        while pos < len(self.text):
+            c = self.text[pos]
+            if c == "\\" and pos + 1 < len(self.text) and self.text[pos + 1] in (quote, "\\"):
+                out.append(self.text[pos + 1])
+                pos += 2
+                continue
+            if c == quote:
+                self.pos = pos + 1
+                return "".join(out)
+            out.append(c)
+            pos += 1
+        raise self.error(f"unterminated {quote} starting at {{col}}", start)
+
+
+def _known() -> str:
+    return ", ".join(FILTERS)
+
+
+def parse_filter(text: str) -> Filter:
+    """Parse a filter expression; ValueError says what is wrong and at which column."""
+    if not isinstance(text, str):
+        raise ValueError("a filter is text")
+    return _Parser(text).parse()

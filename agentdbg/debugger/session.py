@@ -1,0 +1,251 @@
+"""The debugger's cursor over one run: stepping both ways, continue and reverse-continue
+to the next breakpoint, go-to, and transcript search. No UI here: the app calls these.
+
+Stepping semantics (see docs/debugger.md):
+
+* ``cursor`` is the step shown: 1..step_count, or 0 only while the run has no step yet.
+  The state shown at the cursor is ``run.state_at(cursor)``: the fold of steps 1..cursor,
+  so stepping back shows exactly the earlier state.
+* A live run (a plan, ``runs.LiveRun``) runs the engine only as far as the cursor goes:
+  stepping forward past the last step the engine has taken asks it for one more step, and a
+  continue runs it until a breakpoint stops it or the run ends.
+* A file still being indexed (``run.complete`` is False, no ``advance``) may gain steps; a
+  continue that reaches the last indexed step stops there with ``END_OF_INDEXED`` instead of
+  waiting, so the user can continue again once more is read.
+* A continue moves the cursor only when it finishes: a cancelled continue returns None and
+  leaves the cursor where it was (the scan runs off the UI thread; the cursor never jumps
+  about under the screen). Hit counts it registered on the way stay counted.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentdbg.debugger.breakpoints import BreakpointSet, one_line
+from agentdbg.debugger.filters import compile_regex, transcript_text
+from agentdbg.runs import RunView
+from agentdbg.state import RunState, StepRecord
+
+END_OF_RUN = "end of run"
+START_OF_RUN = "start of run"
+END_OF_INDEXED = "end of indexed steps (the file is still being read; continue again for more)"
+PROGRESS_EVERY = 4096  # steps between progress calls during a long continue or search
+CANCEL_EVERY = 256  # steps between looks at the cancel flag
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a continue stopped and why (breakpoint reasons, or the run's edge)."""
+
+    step: int
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def message(self) -> str:
+        """One line for the status bar."""
+        why = "; ".join(self.reasons) if self.reasons else "no reason"
+        return f"Stopped at step {self.step}: {why}"
+
+    @property
+    def at_breakpoint(self) -> bool:
+        """False when the continue only ran into the run's start or end."""
+        return not set(self.reasons) <= {END_OF_RUN, START_OF_RUN, END_OF_INDEXED}
+
+
+class DebugSession:
+    """A cursor over ``run`` with breakpoints. Not thread-safe for concurrent moves: run
+    one continue or search at a time (off the UI thread is fine)."""
+
+    def __init__(self, run: RunView, breakpoints: BreakpointSet | None = None):
+        self.run = run
+        self.breakpoints = breakpoints if breakpoints is not None else BreakpointSet()
+        self.cursor = 1 if run.step_count > 0 else 0
+
+    # --- what is at the cursor -------------------------------------------------------
+
+    @property
+    def step_count(self) -> int:
+        return self.run.step_count
+
+    @property
+    def is_live(self) -> bool:
+        """The engine runs this run on demand (a plan)."""
+        return callable(getattr(self.run, "advance", None))
+
+    @property
+    def more_may_come(self) -> bool:
+        return not self.run.complete
+
+    def record(self) -> StepRecord | None:
+        """The step at the cursor (None before the first step exists)."""
+        return self.run.record(self.cursor) if self.cursor > 0 else None
+
+    def state(self) -> RunState:
+        """The derived state after the cursor's step."""
+        return self.run.state_at(self.cursor)
+
+    def reasons(self) -> list[str]:
+        """Why the cursor's step would stop a continue (for the status line and markers)."""
+        return self.breakpoints.reasons(self.record())
+
+    @property
+    def at_start(self) -> bool:
+        return self.cursor <= 1
+
+    @property
+    def at_end(self) -> bool:
+        return self.cursor >= self.run.step_count and self.run.complete
+
+    # --- moving ----------------------------------------------------------------------
+
+    def _advance_live(self) -> bool:
+        """One more engine step of a live run; False when it has ended (or is not live)."""
+        if not self.is_live or self.run.complete:
+            return False
+        before = self.run.step_count
+        self.run.advance()
+        return self.run.step_count > before
+
+    def _reach(self, step: int) -> None:
+        """Make ``step`` exist if a live run can get there."""
+        while self.run.step_count < step and self._advance_live():
+            pass
+
+    def step_forward(self) -> bool:
+        """One step on; on a live run at its newest step, the engine takes one step."""
+        self._reach(self.cursor + 1)
+        if self.cursor < self.run.step_count:
+            self.cursor += 1
+            return True
+        return False
+
+    def step_back(self) -> bool:
+        if self.cursor > 1:
+            self.cursor -= 1
+            return True
+        return False
+
+    def goto(self, step: int) -> int:
+        """Go to ``step``, clamped to the run; a live run is run up to it. Returns the cursor."""
+        step = int(step)
+        self._reach(step)
+        count = self.run.step_count
+        self.cursor = 0 if count == 0 else max(1, min(step, count))
+        return self.cursor
+
+    def home(self) -> int:
+        return self.goto(1)
+
+    def end(self) -> int:
+        """The last step known now. A live run is not run ahead: continue does that."""
+        return self.goto(self.run.step_count)
+
+    # --- continue --------------------------------------------------------------------
+
+    def continue_forward(self, cancel: threading.Event | None = None,
+                         progress: Callable[[int], None] | None = None) -> Stop | None:
+        """Run forward from the step after the cursor to the first step a breakpoint stops
+        at; move there and say why. With nothing to stop at, move to the last step
+        (``END_OF_RUN``, or ``END_OF_INDEXED`` while a file is still being read).
+        Returns None, cursor unchanged, when ``cancel`` is set."""
+        run = self.run
+        register = self.breakpoints.register_hit
+        step = self.cursor + 1
+        while True:
+            if step > run.step_count and not self._advance_live():
+                break
+            if step % CANCEL_EVERY == 0:
+                if cancel is not None and cancel.is_set():
+                    return None
+                if progress is not None and step % PROGRESS_EVERY == 0:
+                    progress(step)
+            reasons = register(run.record(step))
+            if reasons:
+                self.cursor = step
+                return Stop(step, reasons)
+            step += 1
+        if cancel is not None and cancel.is_set():
+            return None
+        last = run.step_count
+        self.cursor = last
+        return Stop(last, [END_OF_RUN if run.complete else END_OF_INDEXED])
+
+    def continue_back(self, cancel: threading.Event | None = None,
+                      progress: Callable[[int], None] | None = None) -> Stop | None:
+        """Reverse-continue: the nearest earlier step a breakpoint stops at, or step 1
+        (``START_OF_RUN``). Returns None, cursor unchanged, when ``cancel`` is set."""
+        run = self.run
+        register = self.breakpoints.register_hit
+        for step in range(min(self.cursor, run.step_count + 1) - 1, 0, -1):
+            if step % CANCEL_EVERY == 0:
+                if cancel is not None and cancel.is_set():
+                    return None
+                if progress is not None and step % PROGRESS_EVERY == 0:
+                    progress(step)
+            reasons = register(run.record(step))
+            if reasons:
+                self.cursor = step
+                return Stop(step, reasons)
+        if cancel is not None and cancel.is_set():
+            return None
+        self.cursor = 1 if run.step_count else 0
+        return Stop(self.cursor, [START_OF_RUN])
+
+    # --- search ----------------------------------------------------------------------
+
+    def search(self, text_or_regex: str, forward: bool = True, from_step: int | None = None,
+               wrap: bool = True, cancel: threading.Event | None = None,
+               progress: Callable[[int], None] | None = None) -> int | None:
+        """The next step (after ``from_step``, default the cursor; before it when
+        ``forward`` is False) whose transcript matches, wrapping round the run when
+        ``wrap``. The text is a regex with smart case; one that is not a valid regex is
+        looked for literally. Does not move the cursor, never runs a live engine ahead.
+        None when nothing matches or ``cancel`` is set."""
+        pattern = search_pattern(text_or_regex)
+        if pattern is None:
+            return None
+        count = self.run.step_count
+        if count == 0:
+            return None
+        origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
+        if forward:
+            order: Any = range(origin + 1, count + 1)
+            if wrap:
+                order = _chain(order, range(1, min(origin, count) + 1))
+        else:
+            order = range(min(origin, count + 1) - 1, 0, -1)
+            if wrap:
+                order = _chain(order, range(count, max(origin, 1) - 1, -1))
+        for done, step in enumerate(order, 1):
+            if done % CANCEL_EVERY == 0:
+                if cancel is not None and cancel.is_set():
+                    return None
+                if progress is not None and done % PROGRESS_EVERY == 0:
+                    progress(step)
+            if pattern.search(transcript_text(self.run.record(step))):
+                return step
+        return None
+
+    def describe(self) -> str:
+        """A short position line: "step 3 of 5" (and "so far" while more may come)."""
+        more = "" if self.run.complete else " so far"
+        return one_line(f"step {self.cursor} of {self.run.step_count}{more}")
+
+
+def search_pattern(text: str) -> re.Pattern | None:
+    """Smart-case regex for a search; literal text when it is not a valid regex."""
+    if not text:
+        return None
+    try:
+        return compile_regex(text)
+    except ValueError:
+        return compile_regex(re.escape(text))
+
+
+def _chain(*ranges: range):
+    for r in ranges:
+        yield from r

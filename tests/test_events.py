@@ -1,0 +1,92 @@
+"""The event schema: typed, JSON, versioned, and strict about what it reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentdbg.engine import events as ev
+from agentdbg.plans import load_plan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+EXAMPLES = [
+    ev.RunStart(step=0, task="t", tools=[{"name": "calc"}], guards={"max_steps": 3}, memory={"max_turns": 2},
+                policy="p", name="n", source="s"),
+    ev.StepStart(step=1),
+    ev.Thought(step=1, text="think"),
+    ev.ActionTaken(step=1, tool="calc", args={"expression": "1+1"}, call="calc(...)", id="call_1"),
+    ev.ActionTaken(step=1, tool="calc", args="1+1"),
+    ev.ParseFailed(step=1, message="bad", text="raw"),
+    ev.StepError(step=1, kind="timeout", message="slow", tool="calc"),
+    ev.Observation(step=1, text="2", error=True, id="call_1"),
+    ev.Answered(step=1, answer="2"),
+    ev.GuardCounters(step=1, steps=[1, 6], repeats=[1, 2], errors=[0, None], tokens=[10, 100], step_tokens=10),
+    ev.GuardTripped(step=1, guard="token_budget", message="over"),
+    ev.MemoryRecall(step=1, query="q", results=[{"text": "a", "score": 0.5}]),
+    ev.MemoryUpdate(step=1, added=["turn"], evicted=["old"], summary="s", stored=["fact"]),
+    ev.RunEnd(step=1, outcome="answered", answer="2", steps=1, guard=None, message=""),
+    ev.Checkpoint(step=256, state={"v": 1}),
+    ev.RawRecord(step=2, source="openai", data={"role": "x"}, note="unmapped"),
+]
+
+
+@pytest.mark.parametrize("event", EXAMPLES, ids=lambda e: e.type)
+def test_every_event_round_trips_through_json(event):
+    data = json.loads(json.dumps(event.to_dict()))
+    assert next(iter(data)) == "type"  # readers rely on "type" coming first
+    assert ev.event_from_dict(data) == event
+
+
+def test_every_event_type_is_covered_here():
+    assert {e.type for e in EXAMPLES} == set(ev.EVENT_TYPES)
+
+
+def test_fields_at_their_default_are_not_written():
+    assert ev.Observation(step=3, text="ok").to_dict() == {"type": "observation", "step": 3, "text": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "an event must be a JSON object, got list"),
+        ({"step": 1}, "event has no 'type' string"),
+        ({"type": "thought", "step": -1, "text": "x"}, "'step' should be a non-negative integer"),
+        ({"type": "thought", "step": True, "text": "x"}, "'step' should be a non-negative integer"),
+        ({"type": "thought", "step": 1}, "thought event: missing field 'text'"),
+        ({"type": "thought", "step": 1, "text": 5}, "thought event: field 'text' should be str, got int"),
+        ({"type": "observation", "step": 1, "text": "x", "error": "yes"}, "field 'error' should be bool"),
+        ({"type": "action", "step": 1, "tool": "t", "args": 3}, "field 'args' should be dict or str"),
+        ({"type": "run_end", "step": 1, "outcome": "x", "steps": 1.5}, "field 'steps' should be int"),
+    ],
+)
+def test_malformed_events_say_what_is_wrong(data, message):
+    with pytest.raises(ValueError, match=message):
+        ev.event_from_dict(data)
+
+
+def test_an_unknown_type_is_kept_as_a_raw_record():
+    event = ev.event_from_dict({"type": "reflection", "step": 4, "text": "hmm"})
+    assert isinstance(event, ev.RawRecord)
+    assert event.step == 4 and event.data["text"] == "hmm"
+
+
+def test_values_that_are_not_json_are_written_as_text():
+    event = ev.ActionTaken(step=1, tool="t", args={"pair": (1, 2), "obj": object.__new__(object)})
+    data = json.loads(json.dumps(event.to_dict()))
+    assert data["args"]["pair"] == [1, 2]
+    assert data["args"]["obj"].startswith("<object object")
+
+
+def test_the_documented_example_is_what_the_engine_writes():
+    doc = (ROOT / "docs" / "events.md").read_text(encoding="utf-8")
+    block = doc.split("```json\n")[-1].split("```")[0]
+    documented = [json.loads(line) for line in block.strip().splitlines()]
+    trace = load_plan(ROOT / "sample_plans" / "library_hallucinating.toml").run()
+    produced = [e.to_dict() for e in trace.events[: len(documented)]]
+    for d, p in zip(documented, produced, strict=True):
+        d.pop("source", None)
+        p.pop("source", None)
+        assert d == p

@@ -1,0 +1,123 @@
+"""Derived state is a pure function of events: fold, checkpoint, rebuild."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentdbg.documents import plan_document
+from agentdbg.engine import events as ev
+from agentdbg.plans import load_plan
+from agentdbg.runs import EventRun
+from agentdbg.state import RunState, StepRecord, group_run, split_runs
+
+
+@pytest.fixture
+def hallucinating(sample_plans):
+    return load_plan(sample_plans / "library_hallucinating.toml")
+
+
+def test_records_gather_each_steps_events(hallucinating):
+    run = group_run(hallucinating.run().events)
+    assert run.step_count == 5
+    first, last = run.records[0], run.records[-1]
+    assert (first.tool, first.args, first.error_kind, first.observation_error) == ("web_search", "Il Gattopardo copies", "unknown_tool", True)
+    assert first.marker() == "error"
+    assert first.transcript() == [
+        ("Thought", "I search online."),
+        ("Action", "web_search[Il Gattopardo copies]"),
+        ("Observation", "ERROR: tool 'web_search' does not exist, available: ['calc', 'catalog', 'loans']"),
+    ]
+    assert (last.answer, last.marker(), last.end.outcome) == ("2", "final", "answered")
+
+
+def test_state_at_each_step_counts_tools_errors_and_guards(hallucinating):
+    run = group_run(hallucinating.run().events)
+    states = list(run.states())
+    assert len(states) == 6
+    assert states[0].steps == [0, 6] and states[0].repeats == [0, 2]
+    assert states[1].tool_calls == {"web_search": [1, 1]}
+    assert states[1].errors[0] == 1 and states[1].error_count == 1
+    assert states[2].errors[0] == 0 and states[2].error_count == 1
+    assert states[5].tool_calls == {"web_search": [1, 1], "catalog": [1, 0], "loans": [1, 0], "calc": [1, 0]}
+    assert (states[5].answer, states[5].outcome) == ("2", "answered")
+    assert states[4].outcome is None
+    assert run.state_at(3) == states[3]
+
+
+def test_repeats_and_trips_are_derived(sample_plans):
+    run = group_run(load_plan(sample_plans / "library_stuck.toml").run().events)
+    final = run.final_state()
+    assert final.repeat_count == 1
+    assert final.trips == ((2, "repetition", "action repeated again: catalog[Il Gattopardo]"),)
+    assert run.records[1].marker() == "tripped" and run.records[1].is_repeat
+
+
+@pytest.mark.parametrize("plan", ["library_hallucinating.toml", "kv_tax.toml", "tool_failures.toml", "bad_arguments.toml"])
+def test_state_survives_a_checkpoint_round_trip_at_every_step(sample_plans, plan):
+    run = group_run(load_plan(sample_plans / plan).run().events)
+    for state in run.states():
+        assert RunState.from_dict(state.to_dict()) == state
+
+
+@pytest.mark.parametrize("data", [{}, {"v": 99}, {"v": 1, "step": "x"}, {"v": 1}, []])
+def test_a_damaged_checkpoint_is_a_value_error(data):
+    with pytest.raises(ValueError, match="checkpoint state"):
+        RunState.from_dict(data)
+
+
+def test_several_runs_in_one_stream_split_at_run_start(sample_plans):
+    a = load_plan(sample_plans / "library_good.toml").run().events
+    b = load_plan(sample_plans / "library_stuck.toml").run().events
+    runs = split_runs(a + b)
+    assert [len(r) for r in runs] == [len(a), len(b)]
+    assert [group_run(r).end.outcome for r in runs] == ["answered", "action repeated"]
+
+
+def test_checkpoints_in_the_stream_are_not_steps(hallucinating):
+    events = hallucinating.run().events
+    with_checkpoint = events[:8] + [ev.Checkpoint(step=1, state={})] + events[8:]
+    assert group_run(with_checkpoint).records == group_run(events).records
+
+
+def test_memory_state_replays_added_and_evicted_turns():
+    start = RunState()
+    r1 = StepRecord.from_events(1, [ev.StepStart(step=1), ev.MemoryUpdate(step=1, added=["a"], stored=["fact a"])])
+    r2 = StepRecord.from_events(2, [ev.StepStart(step=2), ev.MemoryUpdate(step=2, added=["b"], evicted=["a"], summary="A.")])
+    s1 = start.advance(r1)
+    s2 = s1.advance(r2)
+    assert (s1.memory.buffer, s1.memory.semantic_size, s1.memory.summary) == (("a",), 1, "")
+    assert (s2.memory.buffer, s2.memory.summary, s2.memory.summary_changed) == (("b",), "A.", True)
+    assert s2.memory.evicted == ("a",)
+
+
+def test_event_run_serves_records_and_cached_states(hallucinating):
+    view = EventRun(hallucinating.run().events)
+    assert view.step_count == 5 and view.complete
+    assert view.record(1).tool == "web_search"
+    with pytest.raises(IndexError):
+        view.record(6)
+    assert view.state_at(99) == view.state_at(5)
+    assert view.state_at(2) == group_run(view.events()).state_at(2)
+
+
+def test_a_live_run_advances_the_engine_only_as_far_as_asked(hallucinating):
+    document = plan_document(hallucinating)
+    live = document.runs[0]
+    assert (live.step_count, live.complete) == (0, False)
+    live.advance_to(2)
+    assert live.step_count == 2 and not live.complete
+    assert live.record(2).tool == "catalog"
+    before = live.state_at(2)
+    live.advance_to(10)
+    assert live.complete and live.step_count == 5
+    assert live.state_at(2) == before  # stepping on did not change the past
+    assert [e.to_dict() for e in live.events()] == [e.to_dict() for e in hallucinating.run().events]
+
+
+def test_a_live_run_replays_past_events_to_late_subscribers(hallucinating):
+    live = plan_document(hallucinating).runs[0]
+    live.advance_to(1)
+    seen: list[ev.Event] = []
+    live.subscribe(seen.append)
+    live.advance_to(2)
+    assert [e.to_dict() for e in seen] == [e.to_dict() for e in live.events()]

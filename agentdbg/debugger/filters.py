@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from typing import Any, ClassVar
 
 from agentdbg.engine.events import ERROR_KINDS, GUARD_NAMES
@@ -53,7 +54,9 @@ def compile_regex(pattern: str) -> re.Pattern:
     """Compile with smart case; ValueError carries the regex error."""
     flags = 0 if _has_upper(pattern) else re.IGNORECASE
     try:
-        return re.compile(pattern, flags)
+        with warnings.catch_warnings():  # "possible nested set" and the like: not the user's concern
+            warnings.simplefilter("ignore")
+            return re.compile(pattern, flags)
     except (re.error, OverflowError, RecursionError, ValueError) as exc:
         raise ValueError(str(exc)) from None
 
@@ -84,6 +87,7 @@ class Filter:
     code: ClassVar[str] = ""
     arg: ClassVar[str] = ""  # the argument's placeholder in help, "" for a flag
     help: ClassVar[str] = ""
+    needs: ClassVar[str] = ""  # what a missing argument should have been, for the error
     needs_state: ClassVar[bool] = False  # True when matching wants the RunState at the step
 
     def matches(self, record: Any, state: Any = None) -> bool:
@@ -183,6 +187,7 @@ class FTool(_Arg):
     code = "~tool"
     arg = "NAME"
     help = "the step calls this tool (exact name; /REGEX/ for a pattern)"
+    needs = "a tool name"
 
     def __init__(self, argument: str):
         super().__init__(argument)
@@ -204,6 +209,7 @@ class FKind(_Arg):
     code = "~kind"
     arg = "KIND"
     help = "the step's error is of this kind: " + ", ".join(ERROR_KINDS)
+    needs = "an error kind (" + ", ".join(ERROR_KINDS) + ")"
 
     def __init__(self, argument: str):
         if argument not in ERROR_KINDS:
@@ -222,6 +228,7 @@ class FGuard(_Arg):
     code = "~guard"
     arg = "NAME"
     help = "this guard stopped the run: " + ", ".join(GUARD_NAMES)
+    needs = "a guard name (" + ", ".join(GUARD_NAMES) + ")"
 
     def __init__(self, argument: str):
         name = GUARD_ALIASES.get(argument, argument)
@@ -387,7 +394,7 @@ FILTER_HELP: list[tuple[str, str]] = [
     ("&", "and (two filters side by side are joined by and too)"),
     ("|", "or (binds looser than &)"),
     ("( )", "grouping"),
-    ('WORD, "TEXT"', "a bare word or quoted text: same as ~text"),
+    ("WORD", 'a bare word or "quoted text": same as ~text'),
 ]
 
 
@@ -473,19 +480,23 @@ class _Parser:
             self.pos += 1
             if self.peek() == ")":
                 raise self.error("empty parentheses at {col}", start)
+            if self.peek() == "":
+                raise self.error("( at {col} needs a filter and a closing )", start)
             inner = self.parse_or()
             if self.peek() != ")":
                 raise self.error(f"missing ) at {{col}} (to close the ( at column {start + 1})")
             self.pos += 1
             self.depth -= 1
             return inner
+        if ch == "":
+            raise self.error("a filter is missing at {col}")
         if ch in ("&", "|"):
             raise self.error(f"{ch} at {{col}} needs a filter before it")
         if ch == ")":
             raise self.error("unexpected ) at {col}")
         if ch == "~":
             return self.parse_code()
-        text = self.read_quoted() if ch in "\"'" else self.read_word()
+        text = self.read_quoted() if ch in ('"', "'") else self.read_word()
         try:
             return FText(text)
         except ValueError as exc:
@@ -523,10 +534,10 @@ class _Parser:
     def read_argument(self, cls: type[Filter], code_start: int) -> str:
         ch = self.peek()
         if ch in ("", ")", "|", "&") or ch == "~":
-            what = {"NAME": "a name", "KIND": "an error kind", "REGEX": "a regex",
-                    "CMP": "a comparison like >10 or 5..9"}[cls.arg]
+            what = cls.needs or {"REGEX": "a regex", "CMP": "a comparison like >10 or 5..9"}.get(
+                cls.arg, "an argument")
             raise self.error(f"{cls.code} needs {what} at {{col}}", code_start)
-        if ch in "\"'":
+        if ch in ('"', "'"):
             return self.read_quoted()
         # An unquoted argument runs to whitespace; a ")" it did not open ends it (and a group).
         text, pos, depth = self.text, self.pos, 0

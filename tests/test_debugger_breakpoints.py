@@ -1,0 +1,299 @@
+"""Automatic and user breakpoints: reasons on the sample plans, hit and ignore counts,
+validation, and the sidecar file (round trip, damaged files)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentdbg.debugger.breakpoints import AUTO_BREAKS, Breakpoint, BreakpointSet, sidecar_path
+from agentdbg.engine import events as ev
+from agentdbg.plans import load_plan
+from agentdbg.runs import EventRun
+from agentdbg.state import StepRecord
+
+
+def run_of(sample_plans, name: str) -> EventRun:
+    return EventRun(load_plan(sample_plans / name).run().events)
+
+
+def stops(run, breakpoints: BreakpointSet) -> dict[int, list[str]]:
+    """Every step with reasons, as a continue from the start would see them."""
+    found = {}
+    for step in range(1, run.step_count + 1):
+        reasons = breakpoints.reasons(run.record(step))
+        if reasons:
+            found[step] = reasons
+    return found
+
+
+UNKNOWN_TOOL = "tool error: tool 'web_search' does not exist, available: ['calc', 'catalog', 'loans']"
+
+
+def test_automatic_breaks_on_the_hallucinating_run(sample_plans):
+    assert stops(run_of(sample_plans, "library_hallucinating.toml"), BreakpointSet()) == {
+        1: [UNKNOWN_TOOL],
+        5: ["final answer: 2"],
+    }
+
+
+def test_automatic_breaks_on_the_stuck_run(sample_plans):
+    assert stops(run_of(sample_plans, "library_stuck.toml"), BreakpointSet()) == {
+        2: ["repeated action: catalog[Il Gattopardo] (2nd time)",
+            "guard tripped: repetition: action repeated again: catalog[Il Gattopardo]"],
+    }
+
+
+def test_automatic_breaks_on_bad_arguments(sample_plans):
+    found = stops(run_of(sample_plans, "bad_arguments.toml"), BreakpointSet())
+    assert sorted(found) == [1, 2, 3]
+    assert found[1] == ["tool error: bad arguments for kv_set: missing argument 'value'"]
+    assert found[2][0].startswith("tool error: bad arguments for kv_set:")
+    assert [r.split(":")[0] for r in found[3]] == ["parse error", "guard tripped"]
+    assert "Action Input is not valid JSON" in found[3][0]
+    assert found[3][1] == "guard tripped: error_budget: error budget exhausted: 3 errors in a row"
+
+
+def test_automatic_breaks_on_tool_failures(sample_plans):
+    found = stops(run_of(sample_plans, "tool_failures.toml"), BreakpointSet())
+    assert found[1] == ["tool error: ScriptedFailure: upstream returned HTTP 503"]
+    assert found[2][0] == "tool error: TimeoutError: fx_rate took longer than 0.2s"
+    assert found[2][1].startswith("repeated action: fx_rate")
+    # The answer step carries the last action's repeat counter but repeats nothing itself.
+    assert found[4] == ["final answer: 1 EUR = 1.0843 USD"]
+
+
+def test_each_automatic_break_can_be_switched_off(sample_plans):
+    run = run_of(sample_plans, "tool_failures.toml")
+    breakpoints = BreakpointSet()
+    assert set(breakpoints.auto) == set(AUTO_BREAKS) == {"tool_error", "parse_error", "repeat", "guard", "final"}
+    assert all(breakpoints.auto.values())
+    assert breakpoints.toggle_auto("repeat") is False
+    assert stops(run, breakpoints)[2] == ["tool error: TimeoutError: fx_rate took longer than 0.2s"]
+    assert 3 not in stops(run, breakpoints)
+    breakpoints.toggle_auto("tool_error")
+    breakpoints.toggle_auto("final")
+    assert stops(run, breakpoints) == {}
+    assert breakpoints.toggle_auto("final") is True
+    with pytest.raises(ValueError, match="unknown automatic break 'nope'; known: tool_error"):
+        breakpoints.toggle_auto("nope")
+
+
+def test_a_run_that_ends_without_an_answer_or_a_guard_stops_where_it_ended():
+    record = StepRecord(step=3, error_kind="policy", error="RuntimeError: boom",
+                        end=ev.RunEnd(step=3, outcome="policy error", steps=3, message="RuntimeError: boom"))
+    assert BreakpointSet().reasons(record) == ["run ended: policy error: RuntimeError: boom"]
+
+
+def test_reasons_are_one_clean_line():
+    nasty = "line one\nline two \x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07 " + "x" * 500
+    record = StepRecord(step=1, tool="t", call="t[]", error_kind="exception", error=nasty,
+                        observation="ERROR", observation_error=True)
+    (reason,) = BreakpointSet().reasons(record)
+    assert "\n" not in reason and "\x1b" not in reason and "\x07" not in reason
+    assert reason.startswith("tool error: line one line two red link")
+    assert len(reason) <= len("tool error: ") + 200 and reason.endswith("…")
+
+
+def test_user_breakpoints_match_steps_tools_and_filters(sample_plans):
+    run = run_of(sample_plans, "library_hallucinating.toml")
+    breakpoints = BreakpointSet()
+    for code in AUTO_BREAKS:
+        breakpoints.toggle_auto(code)
+    on_step = breakpoints.add("step", 3)
+    on_tool = breakpoints.add("tool", "calc")
+    on_filter = breakpoints.add("filter", "~obs ^5$ | ~final")
+    assert (on_step.label, on_tool.label, on_filter.label) == ("step 3", "tool calc", "~obs ^5$ | ~final")
+    assert stops(run, breakpoints) == {
+        2: ["breakpoint: ~obs ^5$ | ~final"],
+        3: ["breakpoint: step 3"],
+        4: ["breakpoint: tool calc"],
+        5: ["breakpoint: ~obs ^5$ | ~final"],
+    }
+    assert breakpoints.toggle(on_filter) is False
+    assert stops(run, breakpoints) == {3: ["breakpoint: step 3"], 4: ["breakpoint: tool calc"]}
+    breakpoints.remove(on_tool)
+    assert stops(run, breakpoints) == {3: ["breakpoint: step 3"]}
+    assert all(bp.hits == 0 for bp in breakpoints)  # reasons() never counts
+
+
+def test_automatic_reasons_come_before_user_ones(sample_plans):
+    run = run_of(sample_plans, "library_hallucinating.toml")
+    breakpoints = BreakpointSet()
+    breakpoints.add("tool", "web_search")
+    assert breakpoints.reasons(run.record(1)) == [UNKNOWN_TOOL, "breakpoint: tool web_search"]
+
+
+def test_adding_the_same_breakpoint_twice_gives_the_same_one():
+    breakpoints = BreakpointSet()
+    first = breakpoints.add("step", "7")
+    assert breakpoints.add("step", 7) is first
+    assert breakpoints.add("tool", " calc ") is breakpoints.add("tool", "calc")
+    assert len(breakpoints) == 2
+
+
+@pytest.mark.parametrize("kind, spec, message", [
+    ("step", 0, "a step breakpoint needs a step number (1 or more), got '0'"),
+    ("step", "-2", "got '-2'"),
+    ("step", "three", "got 'three'"),
+    ("step", True, "a step breakpoint needs a step number"),
+    ("step", None, "a step breakpoint needs a step number"),
+    ("tool", "", "a tool breakpoint needs a tool name"),
+    ("tool", "   ", "a tool breakpoint needs a tool name"),
+    ("tool", None, "a tool breakpoint needs a tool name"),
+    ("filter", "", "a filter breakpoint needs a filter"),
+    ("filter", "~stp", "~stp: unknown filter at column 1"),
+    ("filter", "(~error", "missing ) at column 8"),
+    ("line", "3", "unknown breakpoint kind 'line'; known: step, tool, filter"),
+])
+def test_bad_breakpoints_are_refused_with_a_readable_message(kind, spec, message):
+    breakpoints = BreakpointSet()
+    with pytest.raises(ValueError) as caught:
+        breakpoints.add(kind, spec)
+    assert message in str(caught.value)
+    assert len(breakpoints) == 0
+
+
+def test_toggle_step_adds_and_removes():
+    breakpoints = BreakpointSet()
+    assert not breakpoints.has_step(4)
+    assert breakpoints.toggle_step(4) is True
+    assert breakpoints.has_step(4) and not breakpoints.has_step(5)
+    assert breakpoints.toggle_step(4) is False
+    assert not breakpoints.has_step(4) and len(breakpoints) == 0
+    breakpoints.toggle_step(4)
+    breakpoints.toggle(breakpoints.step_breakpoint(4))
+    assert breakpoints.has_step(4)  # a disabled breakpoint still shows in the gutter
+    assert breakpoints.reasons(StepRecord(step=4)) == []
+
+
+def test_hits_count_and_ignore_skips_the_next_hits():
+    breakpoints = BreakpointSet()
+    bp = breakpoints.add("tool", "calc")
+    bp.ignore = 2
+    record = StepRecord(step=1, tool="calc", call="calc[1]")
+    assert breakpoints.reasons(record) == ["breakpoint: tool calc"]  # reasons ignores the ignore count
+    assert bp.hits == 0
+    assert breakpoints.register_hit(record) == []
+    assert breakpoints.register_hit(record) == []
+    assert (bp.hits, bp.ignore) == (2, 0)
+    assert breakpoints.register_hit(record) == ["breakpoint: tool calc"]
+    assert (bp.hits, bp.ignore) == (3, 0)
+    breakpoints.toggle(bp)
+    assert breakpoints.register_hit(record) == []
+    assert bp.hits == 3  # a disabled breakpoint is not hit
+
+
+def test_register_hit_keeps_automatic_reasons_while_a_user_breakpoint_is_ignored():
+    breakpoints = BreakpointSet()
+    bp = breakpoints.add("step", 1)
+    bp.ignore = 1
+    record = StepRecord(step=1, answer="42")
+    assert breakpoints.register_hit(record) == ["final answer: 42"]
+    assert breakpoints.register_hit(record) == ["final answer: 42", "breakpoint: step 1"]
+
+
+def test_reasons_for_nothing_and_odd_records():
+    breakpoints = BreakpointSet()
+    breakpoints.add("step", 1)
+    breakpoints.add("tool", "calc")
+    breakpoints.add("filter", "~obs x")
+    assert breakpoints.reasons(None) == []
+    odd = StepRecord(step=[1], tool={"x": 1}, error_kind=5, guards="nonsense", observation=7, answer=None)  # type: ignore[arg-type]
+    assert breakpoints.reasons(odd) == [] and breakpoints.register_hit(odd) == []
+
+
+# --- the sidecar file ---------------------------------------------------------------------
+
+def test_sidecar_path_is_beside_the_target(tmp_path):
+    assert sidecar_path(tmp_path / "run.trace") == tmp_path / "run.trace.breakpoints.json"
+    assert sidecar_path("plans/library.toml").name == "library.toml.breakpoints.json"
+
+
+def test_save_and_load_round_trip(tmp_path):
+    breakpoints = BreakpointSet()
+    breakpoints.toggle_auto("repeat")
+    breakpoints.add("step", 3)
+    calc = breakpoints.add("tool", "calc")
+    breakpoints.toggle(calc)
+    flt = breakpoints.add("filter", '~obs "not found" & ~step >10')
+    flt.ignore, flt.hits = 2, 9
+    path = sidecar_path(tmp_path / "run.trace")
+    breakpoints.save(path)
+    loaded = BreakpointSet.load(path)
+    assert loaded.to_dict() == breakpoints.to_dict()
+    assert loaded.auto["repeat"] is False and loaded.auto["final"] is True
+    assert [(b.kind, b.spec, b.enabled, b.ignore, b.hits) for b in loaded] == [
+        ("step", "3", True, 0, 0), ("tool", "calc", False, 0, 0), ("filter", '~obs "not found" & ~step >10', True, 2, 0),
+    ]
+    assert loaded.has_step(3)
+    assert loaded.reasons(StepRecord(step=11, observation="page not found")) == ['breakpoint: ~obs "not found" & ~step >10']
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["format"] == "agentdbg-breakpoints" and data["version"] == 1
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_loading_a_missing_sidecar_gives_the_defaults(tmp_path):
+    loaded = BreakpointSet.load(tmp_path / "nothing.breakpoints.json")
+    assert len(loaded) == 0 and all(loaded.auto.values())
+
+
+def test_from_dict_accepts_a_partial_auto_table():
+    loaded = BreakpointSet.from_dict({"format": "agentdbg-breakpoints", "version": 1, "auto": {"final": False}})
+    assert loaded.auto == {"tool_error": True, "parse_error": True, "repeat": True, "guard": True, "final": False}
+
+
+GOOD = {"format": "agentdbg-breakpoints", "version": 1, "auto": {}, "breakpoints": []}
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "not valid JSON"),
+    (b"{not json", ":1: not valid JSON: Expecting property name"),
+    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
+    (b"[1, 2]", "expected a JSON object, got list"),
+    (json.dumps({"format": "something-else"}).encode(), "not an agentdbg breakpoints file"),
+    (json.dumps({**GOOD, "version": 7}).encode(), "unsupported version 7"),
+    (json.dumps({**GOOD, "auto": [1]}).encode(), "'auto' should be an object"),
+    (json.dumps({**GOOD, "auto": {"bogus": True}}).encode(), "unknown automatic break 'bogus'"),
+    (json.dumps({**GOOD, "auto": {"final": "yes"}}).encode(), "automatic break 'final' should be true or false"),
+    (json.dumps({**GOOD, "breakpoints": {}}).encode(), "'breakpoints' should be a list"),
+    (json.dumps({**GOOD, "breakpoints": ["step 3"]}).encode(), "breakpoint 1: expected an object"),
+    (json.dumps({**GOOD, "breakpoints": [{"kind": "step", "spec": "3"}, {"kind": "step", "spec": "x"}]}).encode(),
+     "breakpoint 2: a step breakpoint needs a step number (1 or more), got 'x'"),
+    (json.dumps({**GOOD, "breakpoints": [{"kind": "filter", "spec": "~nope"}]}).encode(),
+     "breakpoint 1: ~nope: unknown filter at column 1"),
+    (json.dumps({**GOOD, "breakpoints": [{"kind": "bogus", "spec": "1"}]}).encode(), "unknown breakpoint kind 'bogus'"),
+    (json.dumps({**GOOD, "breakpoints": [{"kind": "tool", "spec": "calc", "ignore": -1}]}).encode(),
+     "'ignore' should be a whole number"),
+    (json.dumps({**GOOD, "breakpoints": [{"kind": "tool", "spec": "calc", "enabled": "no"}]}).encode(),
+     "'enabled' should be true or false"),
+    (b"[" * 100_000, "breakpoints"),
+])
+def test_a_damaged_sidecar_is_refused_naming_the_file(tmp_path, content, message):
+    path = tmp_path / "run.trace.breakpoints.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as caught:
+        BreakpointSet.load(path)
+    assert str(caught.value).startswith(str(path))
+    assert message in str(caught.value)
+
+
+def test_a_sidecar_that_is_a_directory_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="cannot read breakpoints"):
+        BreakpointSet.load(tmp_path)
+
+
+def test_saving_where_it_cannot_says_so(tmp_path):
+    target = tmp_path / "no such folder" / "run.trace.breakpoints.json"
+    with pytest.raises(ValueError) as caught:
+        BreakpointSet().save(target)
+    assert str(target) in str(caught.value) and "cannot save breakpoints" in str(caught.value)
+
+
+def test_breakpoint_labels():
+    assert Breakpoint("step", "3").label == "step 3"
+    assert Breakpoint("tool", "calc").label == "tool calc"
+    assert Breakpoint("filter", "~error").label == "~error"
+    with pytest.raises(ValueError):
+        Breakpoint("filter", "~bad")

@@ -15,7 +15,7 @@ Syntax:
 * a bare word or quoted string on its own means ``~text`` (anywhere in the step's text).
 
 Regexes use smart case: case-insensitive unless the pattern has an uppercase letter
-(escapes such as ``\\S`` or ``\\W`` do not count).
+(escapes such as ``\\S`` or ``\\W`` do not count); ``^`` and ``$`` match at each line.
 
 Matching never raises: a step whose fields are missing or odd simply does not match.
 """
@@ -51,8 +51,9 @@ def _as_text(value: Any) -> str:
 
 
 def compile_regex(pattern: str) -> re.Pattern:
-    """Compile with smart case; ValueError carries the regex error."""
-    flags = 0 if _has_upper(pattern) else re.IGNORECASE
+    """Compile with smart case, ``^`` and ``$`` at line ends as in grep; ValueError carries
+    the regex error."""
+    flags = re.MULTILINE if _has_upper(pattern) else re.MULTILINE | re.IGNORECASE
     try:
         with warnings.catch_warnings():  # "possible nested set" and the like: not the user's concern
             warnings.simplefilter("ignore")

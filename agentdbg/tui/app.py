@@ -1,0 +1,605 @@
+"""The debugger application: panes over a ``DebugSession``, driven by keys, mouse and palette.
+
+The app owns no debugging logic: ``agentdbg.debugger`` moves the cursor and matches
+breakpoints, ``agentdbg.state`` derives what each pane shows. Anything that may be slow
+(a live engine step whose tool may hang, a continue over a long file, a search, opening
+or writing a file) runs in a thread worker that never touches widgets: it posts a
+message and the handler updates the screen.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
+from agentdbg.debugger.session import DebugSession, Stop
+from agentdbg.runs import Document
+from agentdbg.tui import commands
+from agentdbg.tui.safe import one_line
+from agentdbg.tui.screens.breakpoints import BreakpointScreen
+from agentdbg.tui.screens.help import HelpScreen
+from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
+from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
+from agentdbg.tui.widgets.guards import GuardsPane
+from agentdbg.tui.widgets.header import RunHeader, StatusLine
+from agentdbg.tui.widgets.memory import MemoryPane
+from agentdbg.tui.widgets.scratchpad import Scratchpad
+from agentdbg.tui.widgets.timeline import Timeline
+from agentdbg.tui.widgets.tools import ToolsPane
+
+POLL_SECONDS = 0.25  # how often a file still being indexed is looked at
+SIDEBAR_WIDTH = (28, 42, 90)  # min, default, max
+PANES = ("timeline", "tools", "memory", "guards")
+
+
+class DebuggerApp(App[None]):
+    """``agentdbg``: single-step a run forward and back, break where it goes wrong."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "agentdbg"
+    BINDINGS = commands.bindings()
+
+    # --- messages from workers -----------------------------------------------------------
+    class Done(Message):
+        """A worker finished: ``operation`` says which, ``result`` what it returned."""
+
+        def __init__(self, operation: str, result: Any) -> None:
+            super().__init__()
+            self.operation = operation
+            self.result = result
+
+    class Failed(Message):
+        def __init__(self, operation: str, error: BaseException) -> None:
+            super().__init__()
+            self.operation = operation
+            self.error = error
+
+    class Progress(Message):
+        def __init__(self, operation: str, step: int) -> None:
+            super().__init__()
+            self.operation = operation
+            self.step = step
+
+    def __init__(self, document: Document | None = None, *, run_index: int = 0,
+                 error: str | None = None, save_breakpoints: bool = True, label: str = ""):
+        super().__init__()
+        self.document: Document | None = None
+        self.run_index = 0
+        self.sessions: dict[int, DebugSession] = {}
+        self.breakpoints = BreakpointSet()
+        self.problems: list[str] = []
+        self.save_breakpoints = save_breakpoints
+        self.last_search = ""
+        self.busy: str | None = None  # the operation a worker is running
+        self._cancel = threading.Event()
+        self._initial = (document, run_index, error, label)
+        self._problems_seen = 0
+        self._label = label
+        self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
+
+    # --- layout ------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="header")
+        with Horizontal(id="main"):
+            yield Timeline(id="timeline", classes="pane")
+            yield Scratchpad(id="scratchpad", classes="pane")
+            with Vertical(id="sidebar"):
+                yield GuardsPane(id="guards", classes="pane")
+                yield ToolsPane(id="tools", classes="pane")
+                yield MemoryPane(id="memory", classes="pane")
+        yield StatusLine(id="status")
+        yield Footer(id="footer")
+
+    def on_mount(self) -> None:
+        for pane, title in (("timeline", "Timeline"), ("scratchpad", "Scratchpad"), ("guards", "Guards"),
+                            ("tools", "Tools"), ("memory", "Memory")):
+            self.query_one(f"#{pane}").border_title = title
+        document, run_index, error, _ = self._initial
+        if document is not None:
+            self.set_document(document, run_index)
+        else:
+            self.show_cursor()
+        if error:
+            self.show_open_error(error)
+        self.query_one(Timeline).focus()
+        self.set_interval(POLL_SECONDS, self.poll)
+
+    # --- the document and its runs ---------------------------------------------------------
+    @property
+    def session(self) -> DebugSession | None:
+        return self.sessions.get(self.run_index)
+
+    @property
+    def current_run(self):
+        session = self.session
+        return session.run if session is not None else None
+
+    def set_document(self, document: Document, run_index: int = 0, label: str = "") -> None:
+        """Show ``document`` (closing the one shown before), at run ``run_index``."""
+        old = self.document
+        self.document = document
+        self._label = label or self._label
+        self.sessions = {}
+        self.problems = [str(problem) for problem in document.problems]
+        self._problems_seen = 0
+        self.breakpoints = self.load_breakpoints(document)
+        self.run_index = max(0, min(run_index, len(document.runs) - 1))
+        if old is not None and old is not document:
+            old.close()
+        if not document.runs:
+            self.problems.append(f"{document.path}: no run found in this file")
+        self.show_run()
+        self.report_problems()
+
+    def show_run(self) -> None:
+        document = self.document
+        timeline = self.query_one(Timeline)
+        if document is None or not document.runs:
+            timeline.show_run(None)
+            self.show_cursor()
+            return
+        session = self.sessions.get(self.run_index)
+        if session is None:
+            session = self.sessions[self.run_index] = DebugSession(document.runs[self.run_index], self.breakpoints)
+        timeline.show_run(session.run, self.gutter)
+        self.show_cursor()
+        total = len(document.runs)
+        where = f"run {self.run_index + 1} of {total} · " if total > 1 else ""
+        if session.cursor == 0:
+            self.say(f"{where}at the start: n steps, c continues to the first break, ? lists every key")
+        else:
+            self.say(f"{where}{self.describe_step()}")
+
+    def load_breakpoints(self, document: Document) -> BreakpointSet:
+        path = self.sidecar(document)
+        if path is None:
+            return BreakpointSet()
+        try:
+            return BreakpointSet.load(path)
+        except ValueError as exc:
+            self.problems.append(f"breakpoints not loaded: {exc}")
+            return BreakpointSet()
+
+    def sidecar(self, document: Document | None) -> Path | None:
+        if document is None or not self.save_breakpoints:
+            return None
+        path = Path(document.path)
+        return sidecar_path(path) if path.is_file() else None
+
+    def save_breakpoint_file(self) -> None:
+        path = self.sidecar(self.document)
+        if path is None:
+            return
+        try:
+            self.breakpoints.save(path)
+        except ValueError as exc:
+            self.notify(one_line(str(exc), 300), title="Breakpoints not saved", severity="warning")
+
+    def report_problems(self) -> None:
+        """Tell about problems not told yet (a file being indexed may find more)."""
+        new = self.problems[self._problems_seen:]
+        if self.document is not None:
+            known = [str(problem) for problem in self.document.problems]
+            for problem in known:
+                if problem not in self.problems:
+                    self.problems.append(problem)
+                    new.append(problem)
+        self._problems_seen = len(self.problems)
+        if new:
+            first = one_line(new[0], 300)
+            more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
+            self.notify(f"{first}{more}\ne lists them; the valid part is open.",
+                        title="Problems reading the file", severity="warning", timeout=8)
+
+    def show_open_error(self, error: str) -> None:
+        self.problems.append(error)
+        self._problems_seen = len(self.problems)
+        self.query_one(Scratchpad).empty_message = Text.assemble(
+            ("Could not open the file\n\n", "bold red"), (one_line(error, 2000), ""),
+            ("\n\nPress o to open another file, q to quit.", "dim"))
+        self.query_one(Scratchpad).rebuild()
+        self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10)
+        self.say("nothing open: press o to open a file", "bold red")
+
+    # --- painting the cursor ------------------------------------------------------------
+    def gutter(self, step: int) -> str:
+        breakpoint = self.breakpoints.step_breakpoint(step)
+        if breakpoint is not None:
+            return "on" if breakpoint.enabled else "off"
+        return ""
+
+    def show_cursor(self) -> None:
+        """Bring every pane to the session's cursor."""
+        session = self.session
+        header = self.query_one(RunHeader)
+        if session is None:
+            header.show(None, 0)
+            self.query_one(Scratchpad).show(None, 0)
+            self.query_one(ToolsPane).show(None, None, None)
+            self.query_one(MemoryPane).show(None, None)
+            self.query_one(GuardsPane).show(None, None)
+            return
+        run = session.run
+        step = session.cursor
+        try:
+            record = session.record()
+            state = session.state()
+        except (IndexError, ValueError, OSError) as exc:
+            self.say(f"step {step} cannot be read: {one_line(str(exc), 200)}", "bold red")
+            return
+        timeline = self.query_one(Timeline)
+        timeline.set_step_count(run.step_count)
+        timeline.set_cursor(step)
+        self.query_one(Scratchpad).show(run, step)
+        self.query_one(ToolsPane).show(run.info, state, record)
+        self.query_one(MemoryPane).show(run.info, state)
+        self.query_one(GuardsPane).show(run, state)
+        total = len(self.document.runs) if self.document is not None else 1
+        header.show(run, step, self.run_index, total)
+
+    def describe_step(self) -> str:
+        session = self.session
+        if session is None or session.cursor == 0:
+            return "no step yet"
+        reasons = session.reasons()
+        where = session.describe()
+        return f"{where}: {'; '.join(reasons)}" if reasons else where
+
+    def say(self, message: str, style: str = "") -> None:
+        self.query_one(StatusLine).say(message, style)
+
+    def poll(self) -> None:
+        """A file still being indexed (or a live run moved by a worker) may have grown."""
+        session = self.session
+        if session is None:
+            return
+        run = session.run
+        timeline = self.query_one(Timeline)
+        if run.step_count != timeline.step_count:
+            timeline.set_step_count(run.step_count)
+            total = len(self.document.runs) if self.document is not None else 1
+            self.query_one(RunHeader).show(run, session.cursor, self.run_index, total)
+            if session.cursor == 0 and run.step_count > 0 and not session.is_live:
+                session.goto(1)
+                self.show_cursor()
+        self.report_problems()
+
+    # --- moving -------------------------------------------------------------------------
+    def _session_ready(self) -> DebugSession | None:
+        session = self.session
+        if session is None:
+            self.say("no run open: press o to open a file", "bold red")
+            return None
+        if self.busy:
+            self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
+            return None
+        return session
+
+    def needs_engine(self, step: int) -> bool:
+        """Reaching ``step`` means running a live engine (which may take a tool's timeout)."""
+        session = self.session
+        return session is not None and session.is_live and not session.run.complete \
+            and step > session.run.step_count
+
+    def move(self, operation: str, action: Callable[[DebugSession], Any], target: int) -> None:
+        """Run ``action`` on the session now, or in a worker when it must run the engine."""
+        session = self._session_ready()
+        if session is None:
+            return
+        if self.needs_engine(target):
+            self.start_worker(operation, partial(action, session))
+            return
+        try:
+            result = action(session)
+        except Exception as exc:  # a damaged record must not end the app
+            self.failed(operation, exc)
+            return
+        self.finished(operation, result)
+
+    def action_step_forward(self) -> None:
+        session = self.session
+        self.move("step", lambda s: s.step_forward(), (session.cursor + 1) if session else 0)
+
+    def action_step_back(self) -> None:
+        self.move("back", lambda s: s.step_back(), 0)
+
+    def action_first_step(self) -> None:
+        self.move("home", lambda s: s.home(), 1)
+
+    def action_last_step(self) -> None:
+        self.move("end", lambda s: s.end(), 0)
+
+    def action_continue_forward(self) -> None:
+        session = self._session_ready()
+        if session is not None:
+            self.start_worker("continue", partial(self._continue, session, True), cancellable=True)
+
+    def action_continue_back(self) -> None:
+        session = self._session_ready()
+        if session is not None:
+            self.start_worker("reverse-continue", partial(self._continue, session, False), cancellable=True)
+
+    def _continue(self, session: DebugSession, forward: bool) -> Stop | None:
+        operation = "continue" if forward else "reverse-continue"
+        progress = partial(self._progress, operation)
+        if forward:
+            return session.continue_forward(cancel=self._cancel, progress=progress)
+        return session.continue_back(cancel=self._cancel, progress=progress)
+
+    def _progress(self, operation: str, step: int) -> None:
+        self.post_message(self.Progress(operation, step))
+
+    def action_cancel(self) -> None:
+        if self.busy:
+            self._cancel.set()
+            self.say(f"cancelling {self.busy}…", "yellow")
+        elif self.screen.maximized is not None:
+            self.screen.minimize()
+
+    def action_goto(self) -> None:
+        session = self._session_ready()
+        if session is None:
+            return
+
+        def answer(value: str | None) -> None:
+            if value and value.strip().isdigit():
+                step = int(value.strip())
+                self.move("go to", lambda s: s.goto(step), step)
+
+        self.push_screen(goto_screen(session.cursor, session.run.step_count, not session.run.complete), answer)
+
+    def go_to_step(self, step: int) -> None:
+        self.move("go to", lambda s: s.goto(step), step)
+
+    @on(Timeline.Selected)
+    def timeline_selected(self, event: Timeline.Selected) -> None:
+        self.go_to_step(event.step)
+
+    # --- workers ------------------------------------------------------------------------
+    def start_worker(self, operation: str, job: Callable[[], Any], cancellable: bool = False) -> None:
+        self.busy = operation
+        self._cancel = threading.Event()
+        hint = " (Esc cancels)" if cancellable else ""
+        self.say(f"{operation}…{hint}", "bold cyan")
+        self._work(operation, job)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="session")
+    def _work(self, operation: str, job: Callable[[], Any]) -> None:
+        try:
+            result = job()
+        except Exception as exc:  # reported in the app, never a traceback
+            self.post_message(self.Failed(operation, exc))
+            return
+        self.post_message(self.Done(operation, result))
+
+    @on(Done)
+    def worker_done(self, message: Done) -> None:
+        self.busy = None
+        self.finished(message.operation, message.result)
+
+    @on(Failed)
+    def worker_failed(self, message: Failed) -> None:
+        self.busy = None
+        self.failed(message.operation, message.error)
+
+    @on(Progress)
+    def worker_progress(self, message: Progress) -> None:
+        if self.busy:
+            self.say(f"{message.operation}… at step {message.step:,} (Esc cancels)", "bold cyan")
+
+    def failed(self, operation: str, error: BaseException) -> None:
+        self.show_cursor()
+        text = one_line(str(error) or type(error).__name__, 300)
+        self.say(f"{operation} failed: {text}", "bold red")
+        self.notify(text, title=f"{operation} failed", severity="error")
+
+    def finished(self, operation: str, result: Any) -> None:
+        """A move ended (now or in a worker): repaint and say what happened."""
+        handler = getattr(self, f"_after_{operation.replace(' ', '_').replace('-', '_')}", None)
+        if handler is not None:
+            handler(result)
+            return
+        self.show_cursor()
+        session = self.session
+        if operation == "step" and result is False and session is not None:
+            self.say(f"at the last step: the run ended ({self.outcome()})", "bold")
+        elif operation == "back" and result is False:
+            self.say("at the first step", "bold")
+        else:
+            self.say(self.describe_step(), self.reason_style())
+
+    def _after_continue(self, stop: Stop | None) -> None:
+        self.show_cursor()
+        if stop is None:
+            self.say("continue cancelled: the cursor stays here", "yellow")
+        else:
+            self.say(stop.message, "bold red" if stop.at_breakpoint else "bold")
+
+    _after_reverse_continue = _after_continue
+
+    def _after_search(self, found: tuple[int | None, str, bool]) -> None:
+        step, text, forward = found
+        if step is None:
+            self.say(f"no match for {one_line(text, 80)!r}", "yellow")
+            return
+        self.session.goto(step)
+        self.show_cursor()
+        self.say(f"match for {one_line(text, 80)!r} at step {step:,} (. next, , previous)", "bold")
+
+    def _after_open(self, opened: tuple[Document | None, str, str]) -> None:
+        document, path, error = opened
+        if document is None:
+            self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10)
+            self.problems.append(error)
+            self._problems_seen = len(self.problems)
+            self.say(f"could not open {one_line(path, 100)}: {one_line(error, 200)}", "bold red")
+            return
+        self.set_document(document, 0, label=path)
+
+    def _after_write(self, written: tuple[str, int]) -> None:
+        path, count = written
+        self.say(f"wrote {count:,} events to {one_line(path, 200)}", "bold green")
+        self.notify(f"{count:,} events written to {one_line(path, 200)}", title="Trace written")
+
+    def outcome(self) -> str:
+        run = self.current_run
+        if run is None or run.end is None:
+            return "no outcome recorded"
+        end = run.end
+        answer = f": {one_line(end.answer, 60)}" if end.answer is not None else ""
+        return f"{one_line(end.outcome, 60)}{answer}"
+
+    def reason_style(self) -> str:
+        session = self.session
+        return "bold red" if session is not None and session.reasons() else ""
+
+    # --- breakpoints --------------------------------------------------------------------
+    def action_toggle_breakpoint(self) -> None:
+        session = self.session
+        if session is None or session.cursor == 0:
+            self.say("no step to put a breakpoint on yet", "yellow")
+            return
+        on_now = self.breakpoints.toggle_step(session.cursor)
+        self.breakpoints_changed()
+        self.say(f"breakpoint {'set on' if on_now else 'removed from'} step {session.cursor}", "bold")
+
+    def action_breakpoints(self) -> None:
+        session = self.session
+        record = None
+        if session is not None and session.cursor:
+            try:
+                record = session.record()
+            except (IndexError, ValueError, OSError):
+                record = None
+        self.push_screen(BreakpointScreen(self.breakpoints, session.cursor if session else 0,
+                                          record.tool if record is not None else None))
+
+    @on(BreakpointScreen.Changed)
+    def breakpoints_changed(self) -> None:
+        self.save_breakpoint_file()
+        self.query_one(Timeline).refresh_gutter()
+
+    # --- search -------------------------------------------------------------------------
+    def action_search(self) -> None:
+        if self._session_ready() is None:
+            return
+
+        def answer(value: str | None) -> None:
+            if value:
+                self.last_search = value
+                self.search(True)
+
+        self.push_screen(search_screen(self.last_search), answer)
+
+    def action_search_next(self) -> None:
+        self.search(True)
+
+    def action_search_previous(self) -> None:
+        self.search(False)
+
+    def search(self, forward: bool) -> None:
+        session = self._session_ready()
+        if session is None:
+            return
+        if not self.last_search:
+            self.say("nothing searched yet: / searches", "yellow")
+            return
+        text = self.last_search
+
+        def job() -> tuple[int | None, str, bool]:
+            return session.search(text, forward=forward, cancel=self._cancel), text, forward
+
+        self.start_worker("search", job, cancellable=True)
+
+    # --- files --------------------------------------------------------------------------
+    def action_open_file(self) -> None:
+        if self.busy:
+            self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
+            return
+        initial = ""
+        if self.document is not None and Path(self.document.path).is_file():
+            initial = str(Path(self.document.path).parent) + "/"
+
+        def answer(value: str | None) -> None:
+            if value and value.strip():
+                self.open_path(value.strip())
+
+        self.push_screen(open_screen(initial), answer)
+
+    def open_path(self, path: str) -> None:
+        from agentdbg.tui.opening import open_for_app
+
+        self.start_worker("open", partial(open_for_app, path))
+
+    def action_write_trace(self) -> None:
+        session = self._session_ready()
+        if session is None:
+            return
+        from agentdbg.tui.opening import default_trace_name, write_run
+
+        def answer(value: str | None) -> None:
+            if value and value.strip():
+                path = value.strip()
+                self.start_worker("write", partial(write_run, session.run, path))
+
+        self.push_screen(write_screen(default_trace_name(self.document, session.run)), answer)
+
+    def action_switch_run(self) -> None:
+        document = self.document
+        if document is None or len(document.runs) < 2:
+            self.say("this file holds a single run", "yellow")
+            return
+        if self.busy:
+            return
+
+        def answer(index: int | None) -> None:
+            if index is not None and index != self.run_index:
+                self.run_index = index
+                self.show_run()
+
+        self.push_screen(RunSwitcher(document.runs, self.run_index), answer)
+
+    def action_show_problems(self) -> None:
+        self.push_screen(ProblemsScreen(list(self.problems)))
+
+    # --- view ---------------------------------------------------------------------------
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_toggle_pane(self, pane: str) -> None:
+        if pane not in PANES:
+            return
+        widget = self.query_one(f"#{pane}")
+        widget.display = not widget.display
+        sidebar = self.query_one("#sidebar")
+        sidebar.display = any(self.query_one(f"#{name}").display for name in ("tools", "memory", "guards"))
+        self.say(f"{pane} pane {'shown' if widget.display else 'hidden'}")
+
+    def action_resize_sidebar(self, delta: int) -> None:
+        low, _, high = SIDEBAR_WIDTH
+        width = max(low, min(high, self._widths["sidebar"] + delta))
+        self._widths["sidebar"] = width
+        self.query_one("#sidebar").styles.width = width
+
+    def action_toggle_fold(self) -> None:
+        folded = self.query_one(Scratchpad).toggle_fold()
+        self.say("long observations folded" if folded else "long observations shown in full")
+
+    # --- command palette -----------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for command in commands.COMMANDS:
+            title = f"{command.title} ({command.shown_keys})"
+            yield SystemCommand(title, command.help, partial(self.run_action, command.action))
+        yield from super().get_system_commands(screen)

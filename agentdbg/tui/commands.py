@@ -1,0 +1,80 @@
+"""One registry of the debugger's commands. It feeds the key bindings (with ids, so keys
+can be remapped), the footer, the help screen and the command palette."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Command:
+    id: str  # the binding id (for keymaps)
+    keys: str  # Textual key names, comma-separated
+    action: str  # the app action it runs
+    title: str  # short: footer and palette
+    help: str  # one line: help screen and palette
+    group: str
+    footer: bool = False
+    key_display: str | None = None
+
+    @property
+    def shown_keys(self) -> str:
+        if self.key_display:
+            return self.key_display
+        return " / ".join(_key_name(key) for key in self.keys.split(","))
+
+
+def _key_name(key: str) -> str:
+    names = {"question_mark": "?", "slash": "/", "escape": "Esc", "home": "Home", "end": "End",
+             "less_than_sign": "<", "greater_than_sign": ">", "full_stop": ".", "comma": ",",
+             "left_square_bracket": "[", "right_square_bracket": "]"}
+    return names.get(key, key)
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("step.forward", "n", "step_forward", "Step", "step forward one step (runs a live plan one step)", "Stepping", True),
+    Command("step.back", "p,N", "step_back", "Back", "step back one step (exact: the state is rebuilt from events)", "Stepping", True, "p / N"),
+    Command("step.continue", "c", "continue_forward", "Continue", "continue to the next breakpoint or automatic break", "Stepping", True),
+    Command("step.reverse_continue", "C", "continue_back", "Rev-continue", "reverse-continue to the previous breakpoint", "Stepping", True),
+    Command("step.cancel", "escape", "cancel", "Cancel", "stop a continue or a live step in progress", "Stepping"),
+    Command("step.goto", "g", "goto", "Go to", "go to a step by number", "Stepping", True),
+    Command("step.first", "home", "first_step", "First", "go to the start of the run", "Stepping"),
+    Command("step.last", "end", "last_step", "Last", "go to the last step (runs a live plan to its end)", "Stepping"),
+    Command("break.toggle", "b", "toggle_breakpoint", "Break", "toggle a breakpoint on the current step", "Breakpoints", True),
+    Command("break.manager", "B", "breakpoints", "Breakpoints", "breakpoint manager: tool, step and filter breakpoints, automatic breaks", "Breakpoints", True),
+    Command("search.find", "slash", "search", "Search", "search the transcript (regular expression)", "Search", True),
+    Command("search.next", "full_stop", "search_next", "Next match", "go to the next match of the last search", "Search"),
+    Command("search.previous", "comma", "search_previous", "Previous match", "go to the previous match of the last search", "Search"),
+    Command("file.open", "o", "open_file", "Open", "open a plan, a trace or a run saved by another agent stack", "Files"),
+    Command("file.write", "w", "write_trace", "Write", "write the current run to a trace file", "Files"),
+    Command("file.runs", "r", "switch_run", "Runs", "switch to another run (episode) of this file", "Files"),
+    Command("view.timeline", "1", "toggle_pane('timeline')", "Timeline", "show or hide the timeline", "View"),
+    Command("view.tools", "2", "toggle_pane('tools')", "Tools pane", "show or hide the tool registry", "View"),
+    Command("view.memory", "3", "toggle_pane('memory')", "Memory pane", "show or hide the memory tiers", "View"),
+    Command("view.guards", "4", "toggle_pane('guards')", "Guards pane", "show or hide the guards", "View"),
+    Command("view.narrower", "less_than_sign", "resize_sidebar(-4)", "Narrower sidebar", "make the sidebar narrower", "View"),
+    Command("view.wider", "greater_than_sign", "resize_sidebar(4)", "Wider sidebar", "make the sidebar wider", "View"),
+    Command("view.fold", "f", "toggle_fold", "Fold", "fold or unfold long observations in the scratchpad", "View"),
+    Command("view.problems", "e", "show_problems", "Problems", "show what went wrong reading the file", "View"),
+    Command("app.help", "question_mark", "help", "Help", "this help: every key, the filter language", "App", True, "?"),
+    Command("app.quit", "q", "quit", "Quit", "quit agentdbg", "App", True),
+)
+
+GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "View", "App")
+
+
+def bindings() -> list[Binding]:
+    return [
+        Binding(command.keys, command.action, command.title, show=command.footer,
+                key_display=command.key_display, id=command.id)
+        for command in COMMANDS
+    ]
+
+
+def by_action(action: str) -> Command:
+    for command in COMMANDS:
+        if command.action == action:
+            return command
+    raise KeyError(action)

@@ -1,0 +1,63 @@
+"""Opening and writing files for the app: every failure becomes a message, never a
+traceback (these run in worker threads; the app shows what they return)."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+from agentdbg import documents
+from agentdbg.plans import PlanError, parse_plan
+from agentdbg.runs import Document
+
+DEMO = "library_hallucinating.toml"
+OPEN_ERRORS = (documents.OpenError, PlanError, ValueError, OSError, UnicodeDecodeError)
+
+
+def open_demo() -> Document:
+    """The bundled demo: the library question with the hallucinating policy."""
+    text = resources.files("agentdbg").joinpath("demo", DEMO).read_text(encoding="utf-8")
+    plan = parse_plan(text, DEMO)
+    return documents.plan_document(plan, f"demo: {DEMO}")
+
+
+def open_for_app(path: str, format: str | None = None, allow_code: bool = False) -> tuple[Document | None, str, str]:
+    """(document, path, "") or (None, path, why it cannot be opened)."""
+    try:
+        return documents.open_document(Path(path).expanduser(), format=format, allow_code=allow_code), path, ""
+    except OPEN_ERRORS as exc:
+        return None, path, str(exc) or type(exc).__name__
+    except RecursionError:
+        return None, path, f"{path}: nested too deeply to read"
+
+
+def default_trace_name(document: Document | None, run) -> str:
+    base = getattr(run, "title", "") or run.info.name or "run"
+    if document is not None and document.kind != "trace":
+        stem = Path(document.path.removeprefix("demo: ")).stem
+        base = stem or base
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "run"
+    return f"{safe}.trace.jsonl"
+
+
+def write_run(run, path: str) -> tuple[str, int]:
+    """Write ``run`` (as far as it has gone, for a live run) to ``path`` as a trace."""
+    events = run.events()
+    target = Path(path).expanduser()
+    try:
+        from agentdbg.trace.writer import write_trace
+    except ImportError:  # pragma: no cover - until the trace writer is available
+        write_trace = None
+    if write_trace is not None:
+        write_trace(target, [events])
+        return str(target), len(events)
+    from agentdbg.trace.format import event_line, header_line
+
+    temporary = target.with_name(target.name + ".tmp")
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.write(header_line())
+        for event in events:
+            out.write(event_line(event))
+    temporary.replace(target)
+    return str(target), len(events)

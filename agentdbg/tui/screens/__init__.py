@@ -1,0 +1,1 @@
+"""The debugger's dialogs: help, go to step, breakpoints, search, open, write, runs."""

@@ -1,0 +1,55 @@
+"""The help screen: every command with its keys, the automatic breaks and the filter
+language, all generated from the registries that drive them."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from agentdbg.debugger.breakpoints import AUTO_BREAKS
+from agentdbg.debugger.filters import FILTER_HELP
+from agentdbg.tui.commands import COMMANDS, GROUPS
+
+
+def help_text() -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for group in GROUPS:
+        table.add_row(Text(group, style="bold underline"), "")
+        for command in COMMANDS:
+            if command.group == group:
+                table.add_row(Text(command.shown_keys), Text(command.help))
+        table.add_row("", "")
+    table.add_row(Text("Mouse", style="bold underline"), "")
+    table.add_row(Text("click"), Text("a timeline row: go to that step"))
+    table.add_row(Text("wheel"), Text("scroll a pane"))
+    table.add_row(Text("ctrl+p"), Text("command palette: every command above by name"))
+    table.add_row("", "")
+    table.add_row(Text("Automatic breaks", style="bold underline"), Text("(B to turn each on or off)", style="dim"))
+    for code, text in AUTO_BREAKS.items():
+        table.add_row(Text(code), Text(text))
+    table.add_row("", "")
+    table.add_row(Text("Filters", style="bold underline"),
+                  Text("conditions for breakpoints (B, kind filter)", style="dim"))
+    for code, text in FILTER_HELP:
+        table.add_row(Text(code), Text(text))
+    table.add_row(Text("e.g."), Text("~tool calc & ~error    ~obs 'not found' | ~step >10    !(~tool search)"))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape,q,question_mark", "dismiss", "Close", key_display="Esc"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body", classes="dialog") as body:
+            body.border_title = "agentdbg keys"
+            body.border_subtitle = "Esc closes"
+            yield Static(help_text(), id="help-text")

@@ -1,0 +1,1 @@
+"""The debugger's panes, one widget each."""

@@ -1,0 +1,125 @@
+"""The guards: each counter as a bar that turns colour near its limit, and a sparkline
+of tokens per step over the last steps."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from rich.text import Text
+
+from agentdbg.state import RunState
+from agentdbg.tui.widgets.lines import LinePane
+
+SPARK = "▁▂▃▄▅▆▇█"
+HISTORY = 40
+LABEL_WIDTH = 7
+GUARDS = (("steps", "steps"), ("repeats", "repeat"), ("errors", "errors"), ("tokens", "tokens"))
+
+
+def level(value: int, limit: int | None) -> str:
+    """ok / near / at: how close a counter is to its limit."""
+    if not limit:
+        return "off"
+    ratio = value / limit
+    if ratio >= 1:
+        return "at"
+    if ratio >= 0.75:
+        return "near"
+    return "ok"
+
+
+LEVEL_STYLES = {"ok": "green", "near": "yellow", "at": "bold red", "off": "dim"}
+
+
+def sparkline(values: list[int]) -> str:
+    if not values:
+        return ""
+    top = max(values) or 1
+    return "".join(SPARK[min(int(v / top * (len(SPARK) - 1) + 0.5), len(SPARK) - 1)] if v > 0 else " "
+                   for v in values)
+
+
+class GuardsPane(LinePane):
+    """Steps, repeats, consecutive errors and tokens against their limits."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.state: RunState | None = None
+        self.history: list[int] = []
+        self._tokens: OrderedDict[tuple[int, int], int] = OrderedDict()  # (run id, step) -> tokens
+
+    def show(self, run, state: RunState | None) -> None:
+        self.state = state
+        self.history = self._history(run, state.step if state is not None else 0)
+        self.rebuild()
+
+    def _history(self, run, step: int) -> list[int]:
+        if run is None:
+            return []
+        values = []
+        for number in range(max(1, step - HISTORY + 1), step + 1):
+            key = (id(run), number)
+            tokens = self._tokens.get(key)
+            if tokens is None:
+                try:
+                    tokens = run.record(number).step_tokens
+                except (IndexError, ValueError, OSError):
+                    tokens = 0
+                self._tokens[key] = tokens
+                if len(self._tokens) > 4 * HISTORY:
+                    self._tokens.popitem(last=False)
+            values.append(tokens)
+        return values
+
+    def levels(self) -> dict[str, str]:
+        """Each guard's level (ok / near / at / off), for tests and the status line."""
+        state = self.state
+        if state is None:
+            return {}
+        return {name: level(*_pair(getattr(state, attr))) for attr, name in GUARDS}
+
+    def build(self, width: int) -> list[Text]:
+        state = self.state
+        if state is None:
+            return [Text("No run.", style="dim")]
+        out = []
+        for attr, name in GUARDS:
+            value, limit = _pair(getattr(state, attr))
+            out.append(self._bar(name, value, limit, width))
+        spark = sparkline(self.history[-max(width - LABEL_WIDTH - 8, 4):])
+        line = Text.assemble(("tok/st".ljust(LABEL_WIDTH), "bold"))
+        line.append(spark, style="cyan")
+        line.append(f" {state.step_tokens}", style="bold cyan")
+        out.append(line)
+        return out
+
+    def _bar(self, name: str, value: int, limit: int | None, width: int) -> Text:
+        figure = f"{value}/{limit}" if limit else f"{value} off"
+        bar_width = max(width - LABEL_WIDTH - len(figure) - 1, 4)
+        state = level(value, limit)
+        style = LEVEL_STYLES[state]
+        text = Text.assemble((name.ljust(LABEL_WIDTH), "bold"))
+        if limit:
+            filled = min(bar_width, round(bar_width * value / limit))
+            text.append("█" * filled, style=style)
+            text.append("░" * (bar_width - filled), style="dim")
+        else:
+            text.append("·" * bar_width, style="dim")
+        text.append(" " + figure, style=style if limit else "dim")
+        return text
+
+
+def _pair(pair) -> tuple[int, int | None]:
+    try:
+        value, limit = pair[0], pair[1]
+    except (TypeError, IndexError):
+        return 0, None
+    try:
+        value = int(value or 0)
+    except (TypeError, ValueError):
+        value = 0
+    try:
+        limit = int(limit) if limit is not None else None
+    except (TypeError, ValueError):
+        limit = None
+    return value, limit

@@ -1,0 +1,245 @@
+"""The timeline: one row per step, painted only where it is visible.
+
+A ``ScrollView`` on the Line API whose virtual height is the run's step count (plus a
+row for the start), so a million-step trace costs what the visible rows cost. Rows are
+read from the run lazily and kept in a small cache.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from agentdbg.state import StepRecord
+from agentdbg.tui.safe import one_line
+
+# One cell each: what kind of step this was.
+MARKERS = {
+    "error": "✗",
+    "repeat": "↻",
+    "tripped": "⊘",
+    "final": "✔",
+    "raw": "?",
+    "": " ",
+}
+GUTTER = {"": "  ", "on": "● ", "off": "○ "}
+ROW_CACHE_SIZE = 4096
+TOOL_WIDTH = 11
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the timeline shows for one step."""
+
+    marker: str
+    tool: str
+    summary: str
+    unknown_tool: bool
+
+    @classmethod
+    def from_record(cls, record: StepRecord) -> Row:
+        marker = record.marker()
+        if record.answer is not None:
+            return cls(marker, "answer", one_line(record.answer, 200), False)
+        if record.tool is not None:
+            args = record.args
+            if isinstance(args, dict):
+                summary = ", ".join(f"{k}={one_line(v, 40)}" for k, v in args.items())
+            else:
+                summary = "" if args is None else str(args)
+            return cls(marker, one_line(record.tool, 60), one_line(summary, 200),
+                       record.error_kind == "unknown_tool")
+        if record.parse_error is not None:
+            return cls(marker, "(parse)", one_line(record.parse_error, 200), False)
+        if record.tripped is not None:
+            return cls(marker, "(guard)", one_line(record.tripped.message, 200), False)
+        if record.error is not None:
+            return cls(marker, "(error)", one_line(record.error, 200), False)
+        if record.raw:
+            return cls(marker, "(raw)", one_line(record.raw[0].note or record.raw[0].source, 200), False)
+        return cls(marker, "", one_line(record.thought, 200), False)
+
+
+class Timeline(ScrollView, can_focus=True):
+    """Steps of the run; the current one highlighted, breakpoints in the gutter."""
+
+    COMPONENT_CLASSES = {
+        "timeline--cursor",
+        "timeline--number",
+        "timeline--tool",
+        "timeline--unknown",
+        "timeline--summary",
+        "timeline--breakpoint",
+        "timeline--breakpoint-off",
+        "timeline--error",
+        "timeline--repeat",
+        "timeline--tripped",
+        "timeline--final",
+        "timeline--raw",
+    }
+    DEFAULT_CSS = """
+    Timeline {
+        overflow-x: hidden;
+        scrollbar-gutter: stable;
+        scrollbar-size-vertical: 1;
+    }
+    """
+    BINDINGS = [
+        Binding("up,k", "app.step_back", "Back", show=False),
+        Binding("down,j", "app.step_forward", "Step", show=False),
+        Binding("home", "app.first_step", show=False),
+        Binding("end", "app.last_step", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+    ]
+
+    class Selected(Message):
+        """The user clicked a step."""
+
+        def __init__(self, step: int) -> None:
+            super().__init__()
+            self.step = step
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.run = None
+        self.cursor = 0
+        self.step_count = 0
+        self.breakpoint_marker: Callable[[int], str] = lambda step: ""
+        self._rows: OrderedDict[int, Row] = OrderedDict()
+        self._styles: dict[str, Style] = {}
+
+    # --- what is shown -------------------------------------------------------------
+    def show_run(self, run, marker: Callable[[int], str] | None = None) -> None:
+        self.run = run
+        self.breakpoint_marker = marker or (lambda step: "")
+        self._rows.clear()
+        self.cursor = 0
+        self.set_step_count(run.step_count if run is not None else 0)
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.refresh()
+
+    def set_step_count(self, count: int) -> None:
+        if count != self.step_count or self.virtual_size.height != count:
+            self.step_count = count
+            self.virtual_size = Size(self.size.width, count)
+            self.refresh()
+
+    def set_cursor(self, step: int) -> None:
+        old = self.cursor
+        self.cursor = step
+        self._refresh_step(old)
+        self._refresh_step(step)
+        self.scroll_to_step(step)
+
+    def refresh_gutter(self) -> None:
+        self.refresh()
+
+    def scroll_to_step(self, step: int) -> None:
+        row = step - 1
+        height = max(self.scrollable_content_region.height, 1)
+        top = int(self.scroll_offset.y)
+        if row < top or row >= top + height:
+            # A jump lands mid-screen; a single step just keeps the row in view.
+            if row == top - 1:
+                target = row
+            elif row == top + height:
+                target = row - height + 1
+            else:
+                target = row - height // 2
+            self.scroll_to(y=max(target, 0), animate=False, immediate=True)
+
+    def _refresh_step(self, step: int) -> None:
+        y = step - 1 - int(self.scroll_offset.y)
+        if 0 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def row(self, step: int) -> Row | None:
+        """The row for ``step``, read once and cached (None when not readable yet)."""
+        cached = self._rows.get(step)
+        if cached is not None:
+            self._rows.move_to_end(step)
+            return cached
+        if self.run is None:
+            return None
+        try:
+            record = self.run.record(step)
+        except (IndexError, ValueError, OSError):
+            return None
+        row = Row.from_record(record)
+        self._rows[step] = row
+        if len(self._rows) > ROW_CACHE_SIZE:
+            self._rows.popitem(last=False)
+        return row
+
+    def row_text(self, step: int) -> str:
+        """The row as plain text (what a test or a screen reader would read)."""
+        return self._render_row(step, 80).text
+
+    # --- painting --------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    def _style(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.get_component_rich_style(f"timeline--{name}", partial=True)
+        return style
+
+    def render_line(self, y: int) -> Strip:
+        step = y + int(self.scroll_offset.y) + 1
+        width = self.size.width
+        base = self.rich_style
+        if step > self.step_count:
+            return Strip.blank(width, base)
+        return self._render_row(step, width).apply_style(base)
+
+    def _render_row(self, step: int, width: int) -> Strip:
+        number_width = max(len(str(self.step_count)), 3)
+        current = step == self.cursor
+        gutter = self.breakpoint_marker(step)
+        segments = [
+            Segment(GUTTER.get(gutter, "  "), self._style("breakpoint" if gutter == "on" else "breakpoint-off")),
+            Segment("▶" if current else " ", self._style("cursor") if current else Style()),
+            Segment(f"{step:>{number_width}} ", self._style("number")),
+        ]
+        row = self.row(step)
+        if row is None:
+            segments.append(Segment("  …", self._style("summary")))
+        else:
+            glyph = MARKERS.get(row.marker, " ")
+            marker_style = self._style(row.marker) if row.marker else Style()
+            segments.append(Segment(glyph + " ", marker_style))
+            tool = row.tool[:TOOL_WIDTH].ljust(TOOL_WIDTH)
+            segments.append(Segment(tool, self._style("unknown" if row.unknown_tool else "tool")))
+            segments.append(Segment(" " + row.summary, self._style("summary")))
+        strip = Strip(segments).crop_extend(0, width, None)
+        if current:
+            strip = strip.apply_style(self._style("cursor"))
+        return strip
+
+    # --- input --------------------------------------------------------------------------
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        step = offset.y + int(self.scroll_offset.y) + 1
+        if 1 <= step <= self.step_count:
+            self.post_message(self.Selected(step))
+
+    def action_page(self, direction: int) -> None:
+        height = max(self.scrollable_content_region.height - 1, 1)
+        target = max(1, min(self.cursor + direction * height, self.step_count))
+        if self.step_count:
+            self.post_message(self.Selected(target))

@@ -1,0 +1,85 @@
+"""The tool registry: every tool, its parameters, and its use up to the current step."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.tui.safe import clean, one_line
+from agentdbg.tui.widgets.lines import LinePane
+
+
+class ToolsPane(LinePane):
+    """Tools with description, parameters and types, dangerous flag, calls and failures."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.info: RunInfo | None = None
+        self.state: RunState | None = None
+        self.record: StepRecord | None = None
+
+    def show(self, info: RunInfo | None, state: RunState | None, record: StepRecord | None) -> None:
+        self.info, self.state, self.record = info, state, record
+        self.rebuild()
+
+    @property
+    def current_tool(self) -> str | None:
+        return self.record.tool if self.record is not None else None
+
+    def build(self, width: int) -> list:
+        if self.info is None:
+            return [Text("No run.", style="dim")]
+        calls = self.state.tool_calls if self.state is not None else {}
+        current = self.current_tool
+        out: list = []
+        known: set[str] = set()
+        for spec in self.info.tools:
+            if not isinstance(spec, dict):
+                continue
+            name = str(spec.get("name", ""))
+            known.add(name)
+            out.extend(self._tool(spec, name, calls.get(name, [0, 0]), name == current, width))
+        for name in sorted(set(calls) - known, key=str):
+            out.extend(self._unknown(name, calls[name], name == current, width))
+        if not out:
+            out.append(Text("This run declares no tools.", style="dim italic"))
+        return out
+
+    def _tool(self, spec: dict, name: str, counts: list, current: bool, width: int) -> list:
+        params = spec.get("params") or {}
+        if isinstance(params, dict):
+            signature = ", ".join(f"{clean(k)}: {clean(v)}" for k, v in params.items())
+        else:
+            signature = clean(params)
+        head = self._head(name, signature, counts, current, width)
+        if spec.get("dangerous"):
+            head.append(" dangerous", style="bold red")
+        lines = [head]
+        description = one_line(spec.get("description", ""), 400)
+        if description:
+            lines.append((2, Text(description, style="dim")))
+        return lines
+
+    def _unknown(self, name: str, counts: list, current: bool, width: int) -> list:
+        head = self._head(name, "", counts, current, width, unknown=True)
+        return [head, (2, Text("called, but no such tool exists", style="italic red"))]
+
+    def _head(self, name: str, signature: str, counts: list, current: bool, width: int,
+              unknown: bool = False) -> Text:
+        made, failed = (list(counts) + [0, 0])[:2]
+        pointer = "▶ " if current else "  "
+        name_style = "bold red strike" if unknown else "bold"
+        text = Text.assemble((pointer, "bold"))
+        text.append(one_line(name, 40), style=name_style)
+        text.append(f"({signature})" if not unknown else " (unknown tool)", style="red" if unknown else "")
+        counter = f"{made}×"
+        if failed:
+            counter += f" {failed}✗"
+        pad = max(width - text.cell_len - len(counter), 1)
+        text.append(" " * pad)
+        text.append(f"{made}×", style="bold" if made else "dim")
+        if failed:
+            text.append(f" {failed}✗", style="bold red")
+        if current:
+            text.stylize("reverse")
+        return text

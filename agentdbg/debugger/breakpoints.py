@@ -205,16 +205,19 @@ class BreakpointSet:
 
     def matching(self, record: Any) -> list[Breakpoint]:
         """The enabled user breakpoints that match this step (ignore counts aside)."""
+        # Called for every step a continue scans: plain lookups, no per-breakpoint calls.
         found: list[Breakpoint] = []
-        step = getattr(record, "step", None)
-        bp = self._steps.get(step) if isinstance(step, int) else None
-        if bp is not None and bp.enabled:
-            found.append(bp)
-        tool = getattr(record, "tool", None)
-        if isinstance(tool, str) and self._tools:
-            found.extend(b for b in self._tools.get(tool, ()) if b.enabled)
+        if self._steps:
+            step = getattr(record, "step", None)
+            bp = self._steps.get(step) if type(step) is int else None
+            if bp is not None and bp.enabled:
+                found.append(bp)
+        if self._tools:
+            tool = getattr(record, "tool", None)
+            if type(tool) is str:
+                found.extend(b for b in self._tools.get(tool, ()) if b.enabled)
         for bp in self._filters:
-            if bp.enabled and bp.matches(record):
+            if bp.enabled and bp._filter.matches(record):
                 found.append(bp)
         return found
 

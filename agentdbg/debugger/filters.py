@@ -22,9 +22,11 @@ Matching never raises: a step whose fields are missing or odd simply does not ma
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from agentdbg.engine.events import ERROR_KINDS, GUARD_NAMES
@@ -76,8 +78,10 @@ def transcript_text(record: Any) -> str:
 
 
 def _search(pattern: re.Pattern, value: Any) -> bool:
-    text = _as_text(value)
-    return pattern.search(text[:_SEARCH_LIMIT]) is not None
+    text = value if type(value) is str else _as_text(value)
+    if len(text) > _SEARCH_LIMIT:
+        text = text[:_SEARCH_LIMIT]
+    return pattern.search(text) is not None
 
 
 # --- the filter classes ---------------------------------------------------------------
@@ -91,11 +95,26 @@ class Filter:
     needs: ClassVar[str] = ""  # what a missing argument should have been, for the error
     needs_state: ClassVar[bool] = False  # True when matching wants the RunState at the step
 
+    _predicate: Callable[[Any, Any], bool] | None = None
+
     def matches(self, record: Any, state: Any = None) -> bool:
-        try:
-            return bool(self._matches(record, state))
-        except Exception:  # an odd record does not match; it never crashes the debugger
-            return False
+        predicate = self._predicate
+        if predicate is None:
+            predicate = self._predicate = self.predicate()
+        return predicate(record, state)
+
+    def predicate(self) -> Callable[[Any, Any], bool]:
+        """The filter as one plain function of (record, state): built once, called for
+        every step a continue scans, so it avoids per-node method dispatch."""
+        test = self._matches
+
+        def safe(record: Any, state: Any) -> bool:
+            try:
+                return bool(test(record, state))
+            except Exception:  # an odd record does not match; it never crashes the debugger
+                return False
+
+        return safe
 
     def _matches(self, record: Any, state: Any) -> bool:
         raise NotImplementedError
@@ -350,8 +369,9 @@ class Not(Filter):
     def __init__(self, inner: Filter):
         self.inner = inner
 
-    def _matches(self, record, state):
-        return not self.inner.matches(record, state)
+    def predicate(self):
+        inner = self.inner.predicate()
+        return lambda record, state: not inner(record, state)
 
     def __str__(self) -> str:
         return f"!{_group(self.inner)}"
@@ -361,8 +381,8 @@ class And(Filter):
     def __init__(self, parts: list[Filter]):
         self.parts = parts
 
-    def _matches(self, record, state):
-        return all(part.matches(record, state) for part in self.parts)
+    def predicate(self):
+        return functools.reduce(_both, [part.predicate() for part in self.parts])
 
     def __str__(self) -> str:
         return " & ".join(_group(p) for p in self.parts)
@@ -372,11 +392,19 @@ class Or(Filter):
     def __init__(self, parts: list[Filter]):
         self.parts = parts
 
-    def _matches(self, record, state):
-        return any(part.matches(record, state) for part in self.parts)
+    def predicate(self):
+        return functools.reduce(_either, [part.predicate() for part in self.parts])
 
     def __str__(self) -> str:
         return " | ".join(_group(p) for p in self.parts)
+
+
+def _both(a: Callable, b: Callable) -> Callable[[Any, Any], bool]:
+    return lambda record, state: a(record, state) and b(record, state)
+
+
+def _either(a: Callable, b: Callable) -> Callable[[Any, Any], bool]:
+    return lambda record, state: a(record, state) or b(record, state)
 
 
 def _group(part: Filter) -> str:

@@ -18,13 +18,25 @@ from typing import Any
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun, ReActAgent, Trace
 from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
+from agentdbg.engine.memory import RECALL_QUERIES, TieredMemory
+from agentdbg.engine.memory_embedding import HashedBagOfWords
+from agentdbg.engine.memory_summary import SUMMARIZERS
 from agentdbg.engine.mock_tools import KeyValueStore, calculator, scripted, table_lookup
 from agentdbg.engine.parsers import PARSERS
-from agentdbg.engine.policies import CallablePolicy, Policy, ScriptedOutputs, ScriptedPlan, ToyScript
+from agentdbg.engine.policies import (
+    CallablePolicy,
+    Policy,
+    Rule,
+    RulePolicy,
+    ScriptedOutputs,
+    ScriptedPlan,
+    ToyScript,
+)
 from agentdbg.engine.tools import Tool, ToolRegistry
 
 TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted")
-POLICY_KINDS = ("outputs", "plan", "script", "python")
+POLICY_KINDS = ("outputs", "plan", "script", "rules", "python")
+MAX_EMBEDDING_DIM = 4096  # a data file must not be able to make every stored turn huge
 
 
 class PlanError(ValueError):
@@ -275,6 +287,8 @@ class _Builder:
                 return ScriptedOutputs(outputs, fmt, then)
             except ValueError as exc:
                 raise self.where.error(f"[policy]: {exc}", "policy") from None
+        if kind == "rules":
+            return self.rule_policy(spec)
         if kind in ("plan", "script"):
             steps = self.want(spec, "steps", list, "policy")
             for i, step in enumerate(steps):
@@ -305,5 +319,70 @@ class _Builder:
             raise self.where.error(f"[policy]: cannot load {target!r}: {exc}", "policy", key="callable") from None
         return CallablePolicy(fn, fmt, name=target)
 
-    def memory(self, spec: dict) -> Any:
-        raise self.where.error("[memory]: memory tiers are not available in this version", "memory")
+    def rule_policy(self, spec: dict) -> RulePolicy:
+        """kind = "rules": [[policy.rules]] with when (a regex searched in the prompt), say
+        (the output; {1}, {2}... from the regex's groups) and once. Regexes compile here."""
+        rules = self.want(spec, "rules", list, "policy")
+        fmt = self.want(spec, "format", str, "policy", default="bracket")
+        if fmt not in PARSERS or fmt in ("plan", "script"):
+            raise self.where.error(f"[policy]: format must be bracket, colon, json or numbered, got {fmt!r}", "policy", key="format")
+        if not rules:
+            raise self.where.error("[policy]: a rules policy needs at least one [[policy.rules]]", "policy", key="rules")
+        built = []
+        for i, rule in enumerate(rules):
+            label = f"[[policy.rules]] #{i + 1}"
+            if not isinstance(rule, dict):
+                raise self.where.error(f"{label}: should be a table", "policy.rules", i)
+            for key in rule:
+                if key not in ("when", "say", "once"):
+                    raise self.where.error(f"{label}: unknown key {key!r}; known: once, say, when", "policy.rules", i, key)
+            say = self.want(rule, "say", str, "policy.rules", i, label=label)
+            when = self.want(rule, "when", str, "policy.rules", i, default=None, label=label)
+            once = self.want(rule, "once", bool, "policy.rules", i, default=False, label=label)
+            try:
+                built.append(Rule.build(say, when, once))
+            except ValueError as exc:
+                key = "when" if when is not None and "regular expression" in str(exc) else "say"
+                raise self.where.error(f"{label}: {exc}", "policy.rules", i, key) from None
+        return RulePolicy(built, fmt)
+
+    def memory(self, spec: dict) -> TieredMemory:
+        """[memory]: the tiered memory (see docs/memory.md); a fresh one per run."""
+        known = {"max_turns", "summary", "summary_max_chars", "recall_k", "recall_query",
+                 "min_score", "embedding_dim"}
+        for key in spec:
+            if key not in known:
+                raise self.where.error(f"[memory]: unknown key {key!r}; known: {', '.join(sorted(known))}", "memory", key=key)
+        max_turns = self.want(spec, "max_turns", int, "memory", default=4, label="[memory]")
+        summary = self.want(spec, "summary", str, "memory", default="extractive", label="[memory]")
+        summary_chars = self.want(spec, "summary_max_chars", int, "memory", default=400, label="[memory]")
+        recall_k = self.want(spec, "recall_k", int, "memory", default=2, label="[memory]")
+        recall_query = self.want(spec, "recall_query", str, "memory", default="last_turn", label="[memory]")
+        min_score = self.want(spec, "min_score", (int, float), "memory", default=0.0, label="[memory]")
+        dim = self.want(spec, "embedding_dim", int, "memory", default=256, label="[memory]")
+        if summary != "off" and summary not in SUMMARIZERS:
+            raise self.where.error(
+                f"[memory]: summary must be {', '.join(SUMMARIZERS)} or off, got {summary!r}", "memory", key="summary")
+        checks = (("max_turns", max_turns, 1), ("summary_max_chars", summary_chars, 1),
+                  ("recall_k", recall_k, 0), ("embedding_dim", dim, 1))
+        for key, value, least in checks:
+            if value < least:
+                raise self.where.error(f"[memory]: {key} must be at least {least}, got {value}", "memory", key=key)
+        if dim > MAX_EMBEDDING_DIM:
+            raise self.where.error(f"[memory]: embedding_dim must be at most {MAX_EMBEDDING_DIM}, got {dim}", "memory", key="embedding_dim")
+        if recall_query not in RECALL_QUERIES:
+            raise self.where.error(f"[memory]: recall_query must be one of {', '.join(RECALL_QUERIES)}, got {recall_query!r}",
+                                   "memory", key="recall_query")
+        if not -1 <= min_score <= 1:
+            raise self.where.error(f"[memory]: min_score must be between -1 and 1, got {min_score}", "memory", key="min_score")
+        try:
+            return TieredMemory(
+                max_turns=max_turns,
+                summarizer=SUMMARIZERS[summary](summary_chars) if summary != "off" else None,
+                embedder=HashedBagOfWords(dim),
+                recall_k=recall_k,
+                min_score=float(min_score),
+                recall_query=recall_query,
+            )
+        except ValueError as exc:
+            raise self.where.error(f"[memory]: {exc}", "memory") from None

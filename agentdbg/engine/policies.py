@@ -3,7 +3,9 @@ into its next output, and names the action format that output is written in."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentdbg.engine.parsers import get_parser
@@ -107,3 +109,86 @@ class CallablePolicy(Policy):
 
 def as_policy(policy: Policy | Callable[[str], Any], format: str = "bracket") -> Policy:
     return policy if isinstance(policy, Policy) else CallablePolicy(policy, format)
+
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of a ``RulePolicy``: when ``when`` (a compiled regular expression, or None
+    for "always") is found in the prompt, answer ``say`` with ``{1}``, ``{2}``... filled
+    from its groups (``{0}``: the whole match). ``once``: fire at most once per run."""
+
+    say: str
+    when: re.Pattern | None = None
+    once: bool = False
+
+    @classmethod
+    def build(cls, say: str, when: str | None = None, once: bool = False) -> Rule:
+        """Compile ``when`` (MULTILINE: ``^`` and ``$`` match at every line; add ``(?s)`` to let
+        ``.`` cross lines) and check the placeholders; ValueError says what is wrong."""
+        pattern = None
+        if when is not None:
+            try:
+                pattern = re.compile(when, re.MULTILINE)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression '{when}': {exc}") from None
+        groups = pattern.groups if pattern is not None else -1
+        for found in _PLACEHOLDER.finditer(say):
+            number = int(found.group(1))
+            if number > groups:
+                have = "no 'when'" if pattern is None else f"{groups} group(s) in 'when'"
+                raise ValueError(f"'say' uses {found.group(0)} but the rule has {have}")
+        return cls(say, pattern, once)
+
+    def answer(self, match: re.Match | None) -> str:
+        if match is None:
+            return self.say
+        return _PLACEHOLDER.sub(lambda found: match.group(int(found.group(1))) or "", self.say)
+
+
+class NoRuleMatched(LookupError):
+    """A ``RulePolicy`` found no rule for the prompt (a policy error in the run)."""
+
+
+class RulePolicy(Policy):
+    """Answers from an ordered list of rules; the first rule whose ``when`` is found in the
+    prompt answers (a rule without ``when`` always matches). Because it reads its prompt, what
+    it says depends on what the agent showed it: a fact that memory failed to bring back
+    makes a rule not match. A ``once`` rule that has fired is skipped; when every rule is
+    ``once`` and all have fired, the policy is exhausted. No rule matching is an error."""
+
+    kind = "rules"
+
+    def __init__(self, rules: Sequence[Rule], format: str = "bracket"):
+        get_parser(format)
+        if not rules:
+            raise ValueError("a rule policy needs at least one rule")
+        self.rules = list(rules)
+        self.format = format
+        self.fired: set[int] = set()
+
+    def reset(self) -> None:
+        self.fired = set()
+
+    @property
+    def exhausted(self) -> bool:
+        return all(rule.once for rule in self.rules) and len(self.fired) == len(self.rules)
+
+    def respond(self, prompt: str) -> str:
+        for index, rule in enumerate(self.rules):
+            if rule.once and index in self.fired:
+                continue
+            match = None
+            if rule.when is not None:
+                match = rule.when.search(prompt)
+                if match is None:
+                    continue
+            if rule.once:
+                self.fired.add(index)
+            return rule.answer(match)
+        raise NoRuleMatched(f"no rule matched the prompt ({len(self.rules)} rules, {len(self.fired)} spent)")
+
+    def describe(self) -> str:
+        return f"rules: {len(self.rules)} rules ({self.format} format)"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentdbg.debugger.breakpoints import AUTO_BREAKS, Breakpoint, BreakpointSet, sidecar_path
 from agentdbg.engine import events as ev
@@ -297,3 +299,21 @@ def test_breakpoint_labels():
     assert Breakpoint("filter", "~error").label == "~error"
     with pytest.raises(ValueError):
         Breakpoint("filter", "~bad")
+
+
+odd_values = st.one_of(st.none(), st.text(max_size=10), st.integers(), st.booleans(),
+                       st.lists(st.integers(), max_size=2), st.builds(object))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.builds(StepRecord, step=odd_values, tool=odd_values, call=odd_values, args=odd_values,
+                 parse_error=odd_values, error_kind=odd_values, error=odd_values, observation=odd_values,
+                 observation_error=odd_values, answer=odd_values, guards=odd_values, tripped=odd_values,
+                 end=odd_values, raw=odd_values))
+def test_reasons_on_odd_records_never_raise(record):
+    breakpoints = BreakpointSet()
+    breakpoints.add("step", 1)
+    breakpoints.add("tool", "calc")
+    breakpoints.add("filter", "~obs x | !~error & ~step >2")
+    for reason in breakpoints.reasons(record) + breakpoints.register_hit(record):
+        assert isinstance(reason, str) and "\n" not in reason

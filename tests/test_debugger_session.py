@@ -309,3 +309,13 @@ def test_continue_on_a_file_still_being_indexed_stops_at_the_indexed_end():
     assert session.step_forward() is True and session.cursor == 51
     assert session.continue_forward() == Stop(80, ["tool error: boom 80"])
     assert session.continue_forward() == Stop(100, [END_OF_RUN]) and session.at_end
+
+
+def test_a_cancelled_continue_on_a_live_plan_runs_the_engine_no_further(hallucinating):
+    live = plan_document(hallucinating).runs[0]
+    session = DebugSession(live, quiet())
+    session.step_forward()
+    cancel = threading.Event()
+    cancel.set()
+    assert session.continue_forward(cancel=cancel) is None
+    assert session.cursor == 1 and live.step_count == 1

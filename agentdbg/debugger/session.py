@@ -35,6 +35,7 @@ START_OF_RUN = "start of run"
 END_OF_INDEXED = "end of indexed steps (the file is still being read; continue again for more)"
 PROGRESS_EVERY = 4096  # steps between progress calls during a long continue or search
 CANCEL_EVERY = 256  # steps between looks at the cancel flag
+LIVE_PROGRESS_EVERY = 64  # a live run's engine is slower: report more often
 
 
 @dataclass(frozen=True)
@@ -154,15 +155,17 @@ class DebugSession:
         Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
+        # An engine step costs far more than a look at the flag: a live run checks each step.
+        check_every, report_every = (1, LIVE_PROGRESS_EVERY) if self.is_live else (CANCEL_EVERY, PROGRESS_EVERY)
         step = self.cursor + 1
         while True:
-            if step > run.step_count and not self._advance_live():
-                break
-            if step % CANCEL_EVERY == 0:
+            if step % check_every == 0:
                 if cancel is not None and cancel.is_set():
                     return None
-                if progress is not None and step % PROGRESS_EVERY == 0:
+                if progress is not None and step % report_every == 0:
                     progress(step)
+            if step > run.step_count and not self._advance_live():
+                break
             reasons = register(run.record(step))
             if reasons:
                 self.cursor = step

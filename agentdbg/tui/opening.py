@@ -10,6 +10,7 @@ from pathlib import Path
 from agentdbg import documents
 from agentdbg.plans import PlanError, parse_plan
 from agentdbg.runs import Document
+from agentdbg.trace.writer import write_trace
 
 DEMO = "library_hallucinating.toml"
 OPEN_ERRORS = (documents.OpenError, PlanError, ValueError, OSError, UnicodeDecodeError)
@@ -43,21 +44,6 @@ def default_trace_name(document: Document | None, run) -> str:
 
 def write_run(run, path: str) -> tuple[str, int]:
     """Write ``run`` (as far as it has gone, for a live run) to ``path`` as a trace."""
-    events = run.events()
     target = Path(path).expanduser()
-    try:
-        from agentdbg.trace.writer import write_trace
-    except ImportError:  # pragma: no cover - until the trace writer is available
-        write_trace = None
-    if write_trace is not None:
-        write_trace(target, [events])
-        return str(target), len(events)
-    from agentdbg.trace.format import event_line, header_line
-
-    temporary = target.with_name(target.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as out:
-        out.write(header_line())
-        for event in events:
-            out.write(event_line(event))
-    temporary.replace(target)
-    return str(target), len(events)
+    summary = write_trace(target, [run.events()])
+    return str(target), summary.events

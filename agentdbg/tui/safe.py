@@ -7,34 +7,17 @@ model or a file. It is cleaned with ``agentdbg.text.sanitize`` and always wrappe
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rich.style import Style
 from rich.text import Text
 
-try:  # the project's sanitiser; a small stand-in keeps the screen safe without it
-    from agentdbg.text import sanitize as _sanitize
-except ImportError:  # pragma: no cover - only while agentdbg.text is absent
-    _sanitize = None
-
-_CONTROL = re.compile(
-    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (links, clipboard, titles)
-    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)?"  # DCS, PM, APC, SOS strings
-    r"|\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI (colours, cursor moves)
-    r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
-    r"|\x1b.?"  # any other escape
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"  # other C0 / C1 controls (newline and tab kept)
-)
+from agentdbg.text import sanitize
 
 
 def clean(value: Any) -> str:
-    """``value`` as text with every terminal control sequence removed."""
-    text = value if isinstance(value, str) else str(value)
-    if _sanitize is not None:
-        text = _sanitize(text)
-    # Belt and braces: whatever the sanitiser keeps, no escape byte reaches the screen.
-    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\t", "    "))
+    """``value`` as text with every terminal control sequence removed (tabs expanded)."""
+    return sanitize(value if isinstance(value, str) else str(value)).replace("\t", "    ")
 
 
 def one_line(value: Any, limit: int | None = None) -> str:

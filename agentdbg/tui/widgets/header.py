@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import Static
 
 from agentdbg.tui.safe import one_line
@@ -10,30 +11,53 @@ from agentdbg.tui.safe import one_line
 OUTCOME_STYLES = {"answered": "bold green", "finished": "bold green"}
 
 
-class RunHeader(Static):
-    """``agentdbg │ name │ task │ outcome │ step n / N``."""
+class RunHeader(Widget):
+    """``agentdbg  name  Task: ...`` on the left, outcome and position on the right; the
+    task is shortened to whatever width is left."""
+
+    DEFAULT_CSS = "RunHeader { height: 1; }"
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self.left = Text()
+        self.right = Text()
 
     def show(self, run, step: int, run_index: int = 0, run_total: int = 1) -> None:
-        self.update(self.describe(run, step, run_index, run_total))
+        self.left, self.right = self.describe(run, step, run_index, run_total)
+        self.refresh()
+
+    @property
+    def text(self) -> str:
+        return f"{self.left.plain}  {self.right.plain}"
+
+    def render(self) -> Text:
+        width = self.size.width
+        left = self.left.copy()
+        room = max(width - self.right.cell_len - 1, 0)
+        if left.cell_len > room:
+            left.truncate(max(room - 1, 0))
+            left.append("…")
+        left.append(" " * max(width - left.cell_len - self.right.cell_len, 1))
+        left.append_text(self.right)
+        return left
 
     @staticmethod
-    def describe(run, step: int, run_index: int = 0, run_total: int = 1) -> Text:
-        text = Text.assemble((" agentdbg ", "bold reverse"))
+    def describe(run, step: int, run_index: int = 0, run_total: int = 1) -> tuple[Text, Text]:
+        left = Text.assemble((" agentdbg ", "bold reverse"))
         if run is None:
-            text.append("  no run open", style="dim")
-            return text
+            left.append("  no run open", style="dim")
+            return left, Text()
         name = one_line(getattr(run, "title", "") or run.info.name or "run", 40)
-        text.append(f" {name}", style="bold")
+        left.append(f" {name}", style="bold")
         if run_total > 1:
-            text.append(f" (run {run_index + 1}/{run_total})", style="dim")
-        text.append("  Task: ", style="dim")
-        text.append(one_line(run.info.task, 70))
-        text.append("  ")
-        text.append_text(outcome_text(run))
+            left.append(f" (run {run_index + 1}/{run_total})", style="dim")
+        left.append("  Task: ", style="dim")
+        left.append(one_line(run.info.task, 200))
+        right = outcome_text(run)
         count = run.step_count
-        more = "" if run.complete else "+"
-        text.append(f"  step {step:,}/{count:,}{more}", style="bold")
-        return text
+        more = "+" if not run.complete else ""
+        right.append(f"  step {step:,}/{count:,}{more} ", style="bold")
+        return left, right
 
 
 def outcome_text(run) -> Text:
@@ -50,7 +74,7 @@ def outcome_text(run) -> Text:
     if run.complete:
         return Text("outcome: unknown (no end recorded)", style="yellow")
     if hasattr(run, "advance"):
-        return Text("live: runs as you step", style="bold cyan")
+        return Text("live run", style="bold cyan")
     return Text("indexing…", style="bold cyan")
 
 

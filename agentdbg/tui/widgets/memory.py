@@ -5,10 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 
 from agentdbg.state import RunInfo, RunState
-from agentdbg.tui.safe import clean, one_line
+from agentdbg.tui.safe import clean
 from agentdbg.tui.widgets.lines import LinePane
 
-TURN_CHARS = 160
+TURN_CHARS = 300
 
 
 class MemoryPane(LinePane):
@@ -23,7 +23,7 @@ class MemoryPane(LinePane):
         self.info, self.state = info, state
         self.rebuild()
 
-    def build(self, width: int) -> list[Text]:
+    def build(self, width: int) -> list:
         if self.info is None or self.state is None:
             return [Text("No run.", style="dim")]
         memory = self.state.memory
@@ -31,21 +31,21 @@ class MemoryPane(LinePane):
         if not has_memory:
             return [Text("This run has no memory tiers: the policy sees the whole transcript.",
                          style="dim italic")]
-        out: list[Text] = []
+        out: list = []
         settings = self.info.memory or {}
-        size = settings.get("buffer_size") or settings.get("recent") or settings.get("window")
+        size = settings.get("max_turns") or settings.get("buffer")
         title = f"Recent buffer ({len(memory.buffer)}" + (f"/{size})" if size else ")")
         out.append(Text(title, style="bold underline"))
         added = list(memory.added)
         # The newest turns were added at this step: mark exactly that many from the end.
         fresh = set(range(len(memory.buffer) - len(added), len(memory.buffer)))
         for turn in memory.evicted:
-            out.append(Text.assemble(("- ", "bold red"), (one_line(turn, TURN_CHARS), "red strike")))
+            out.append((2, Text.assemble(("- ", "bold red"), (turn_text(turn), "red strike"))))
         for index, turn in enumerate(memory.buffer):
             if index in fresh:
-                out.append(Text.assemble(("+ ", "bold green"), (one_line(turn, TURN_CHARS), "green")))
+                out.append((2, Text.assemble(("+ ", "bold green"), (turn_text(turn), "green"))))
             else:
-                out.append(Text("  " + one_line(turn, TURN_CHARS)))
+                out.append((2, Text("  " + turn_text(turn))))
         if not memory.buffer and not memory.evicted:
             out.append(Text("  (empty)", style="dim"))
         out.append(Text(""))
@@ -60,14 +60,19 @@ class MemoryPane(LinePane):
         out.append(Text(""))
         out.append(Text(f"Semantic recall ({memory.semantic_size} stored)", style="bold underline"))
         for stored in memory.stored:
-            out.append(Text.assemble(("+ stored ", "bold green"), (one_line(stored, TURN_CHARS), "green")))
+            out.append((2, Text.assemble(("+ stored ", "bold green"), (turn_text(stored), "green"))))
         if memory.recalled:
             for result in memory.recalled:
                 score, text = _result(result)
-                out.append(Text.assemble((f"{score:>5} ", "bold cyan"), one_line(text, TURN_CHARS)))
+                out.append((2, Text.assemble((f"{score} ", "bold cyan"), turn_text(text))))
         else:
             out.append(Text("  nothing recalled at this step", style="dim"))
         return out
+
+
+def turn_text(turn) -> str:
+    """A remembered turn on one line: its Thought / Action / Observation joined by ⏎."""
+    return " ⏎ ".join(line.strip() for line in clean(turn).split("\n") if line.strip())[:TURN_CHARS]
 
 
 def _result(result) -> tuple[str, str]:

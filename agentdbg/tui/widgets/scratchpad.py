@@ -130,7 +130,7 @@ class Scratchpad(LinePane):
         index = self._current_start_paragraph
         start = self.paragraph_starts[index] if index < len(self.paragraph_starts) else 0
         target = max(0, min(len(lines) - height, start))
-        self.scroll_to(y=target, animate=False, immediate=True)
+        self.scroll_to(y=target, animate=False, immediate=True, force=True)
 
 
 def _height(paragraph: Text, width: int) -> int:

@@ -126,7 +126,7 @@ class Timeline(ScrollView, can_focus=True):
         self._rows.clear()
         self.cursor = 0
         self.set_step_count(run.step_count if run is not None else 0)
-        self.scroll_to(y=0, animate=False, immediate=True)
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)
         self.refresh()
 
     def set_step_count(self, count: int) -> None:
@@ -157,7 +157,7 @@ class Timeline(ScrollView, can_focus=True):
                 target = row - height + 1
             else:
                 target = row - height // 2
-            self.scroll_to(y=max(target, 0), animate=False, immediate=True)
+            self.scroll_to(y=max(target, 0), animate=False, immediate=True, force=True)
 
     def _refresh_step(self, step: int) -> None:
         y = step - 1 - int(self.scroll_offset.y)

@@ -93,7 +93,6 @@ class Filter:
     arg: ClassVar[str] = ""  # the argument's placeholder in help, "" for a flag
     help: ClassVar[str] = ""
     needs: ClassVar[str] = ""  # what a missing argument should have been, for the error
-    needs_state: ClassVar[bool] = False  # True when matching wants the RunState at the step
 
     _predicate: Callable[[Any, Any], bool] | None = None
 

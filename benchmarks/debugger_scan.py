@@ -94,6 +94,13 @@ def scans(label: str, run, steps: int) -> None:
 
 
 def write_trace(events: list[ev.Event], path: Path) -> None:
+    try:
+        from agentdbg.trace.writer import write_trace as write  # with checkpoints, as recorded
+    except ImportError:
+        write = None
+    if write is not None:
+        write(path, [events])
+        return
     from agentdbg.trace import format as fmt
 
     with open(path, "w", encoding="utf-8") as out:

@@ -319,3 +319,18 @@ def test_a_cancelled_continue_on_a_live_plan_runs_the_engine_no_further(hallucin
     cancel.set()
     assert session.continue_forward(cancel=cancel) is None
     assert session.cursor == 1 and live.step_count == 1
+
+
+def test_steps_indexed_during_a_continue_are_not_skipped():
+    class FinishesJustThen(GrowingRun):
+        """The index completes between the continue's last look and its end."""
+
+        @property
+        def complete(self) -> bool:
+            self.indexed = 100
+            return True
+
+    run = FinishesJustThen(synthetic_events(100, error_every=80), indexed=50)
+    session = DebugSession(run)
+    assert session.continue_forward() == Stop(50, [END_OF_INDEXED])
+    assert session.continue_forward() == Stop(80, ["tool error: boom 80"])

@@ -173,9 +173,11 @@ class DebugSession:
             step += 1
         if cancel is not None and cancel.is_set():
             return None
-        last = run.step_count
+        # The last step scanned, not step_count read again: an index that grew meanwhile
+        # must not let the cursor jump past steps nobody looked at.
+        last = step - 1
         self.cursor = last
-        return Stop(last, [END_OF_RUN if run.complete else END_OF_INDEXED])
+        return Stop(last, [END_OF_RUN if run.complete and last >= run.step_count else END_OF_INDEXED])
 
     def continue_back(self, cancel: threading.Event | None = None,
                       progress: Callable[[int], None] | None = None) -> Stop | None:

@@ -1,0 +1,107 @@
+"""Runs saved by other agent stacks, read as agentdbg events.
+
+One module per format, each with ``NAME``, ``DESCRIPTION``, ``sniff(head, path) ->
+(ok, reason)`` (a cheap look at the first bytes; a refusal says why) and
+``convert(source, path=None) -> ImportResult``. Detection is by content, never by the
+file's extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
+See docs/importers.md for what maps to what.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from agentdbg.importers import (
+    anthropic_messages,
+    openai_chat,
+    otel_genai,
+    react_paper,
+    swe_agent,
+    transcript,
+)
+from agentdbg.importers.base import (
+    HEAD_BYTES,
+    ImportResult,
+    NotImportable,
+    UnknownFormat,
+    decode,
+    read_head,
+)
+from agentdbg.runs import Document, EventRun
+
+FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, openai_chat, anthropic_messages, otel_genai]
+BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
+
+__all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
+           "sniff_all", "get_format", "convert_file", "open_import"]
+
+
+def get_format(name: str) -> ModuleType:
+    """The importer called ``name``; UnknownFormat lists the valid names."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise UnknownFormat(f"unknown format {name!r}; formats: {', '.join(BY_NAME)} "
+                            "(and 'plan', 'trace' for agentdbg's own files)") from None
+
+
+def sniff_all(head: str, path: str = "") -> list[tuple[str, bool, str]]:
+    """Every format's verdict on ``head``: (name, accepted, why)."""
+    verdicts = []
+    for module in FORMATS:
+        try:
+            ok, reason = module.sniff(head, path)
+        except Exception as exc:  # a sniff is a guess: a failing one only refuses
+            ok, reason = False, f"could not look: {type(exc).__name__}: {exc}"
+        verdicts.append((module.NAME, ok, reason))
+    return verdicts
+
+
+def detect(path: str | Path) -> str:
+    """The name of the format that reads ``path``; NotImportable lists every format
+    tried and why each refused."""
+    path = Path(path)
+    head = _head(path)
+    if not head.strip():
+        raise NotImportable(f"{path}: the file is empty")
+    verdicts = sniff_all(head, str(path))
+    for name, ok, _ in verdicts:
+        if ok:
+            return name
+    lines = "\n".join(f"  {name}: {reason}" for name, _, reason in verdicts)
+    raise NotImportable(f"{path}: not a plan, an agentdbg trace, or a run format agentdbg "
+                        f"can import. Formats tried:\n{lines}")
+
+
+def _head(path: Path) -> str:
+    try:
+        return read_head(path, HEAD_BYTES)
+    except OSError as exc:
+        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def convert_file(path: str | Path, format: str | None = None) -> tuple[str, ImportResult]:
+    """(format name, what it made of the file)."""
+    path = Path(path)
+    name = get_format(format).NAME if format else detect(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    text, problems = decode(data, str(path))
+    try:
+        result = BY_NAME[name].convert(text, str(path))
+    except NotImportable:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
+    result.problems[:0] = problems
+    return name, result
+
+
+def open_import(path: str | Path, format: str | None = None) -> Document:
+    """The runs in ``path`` as a Document (kind = the format's name)."""
+    name, result = convert_file(path, format)
+    runs = [EventRun(events) for events in result.runs]
+    return Document(str(path), name, runs, list(result.problems))

@@ -1,0 +1,210 @@
+"""Anthropic Messages: content blocks, tool_use matched to tool_result by id.
+
+Accepted shapes: a JSON array of messages; an object with ``messages`` (and ``system``,
+``tools``, ``model``, as in a request body); a JSON array of such objects; JSON Lines of
+messages, or of ``{"type": ..., "message": {...}}`` entries as agent transcripts write
+them (consecutive entries of one assistant message, same ``message.id``, are one turn).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentdbg.importers.base import (
+    ImportResult,
+    Source,
+    as_source,
+    params_from_schema,
+    text_of,
+    tool_spec,
+)
+from agentdbg.importers.builder import RunBuilder
+from agentdbg.importers.chat import Call, ChatAssembler
+from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
+from agentdbg.importers.openai_chat import _BLOCK_TYPE_PATHS, ANTHROPIC_BLOCKS
+from agentdbg.importers.sniffing import outline
+
+NAME = "anthropic-messages"
+DESCRIPTION = "Anthropic Messages: JSON array, {messages, system, tools}, or a JSON Lines transcript"
+
+_CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
+def sniff(head: str, path: str = "") -> tuple[bool, str]:
+    shape = outline(head)
+    if not shape.root:
+        return False, "not JSON"
+    blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
+    if blocks:
+        return True, f"{', '.join(sorted(blocks))} content blocks"
+    if shape.has("message", "role") and shape.strings("type") & {"user", "assistant"}:
+        return True, "transcript entries of {type, message}"
+    if "message" in shape.strings("type") and shape.has("content"):
+        return True, "a Messages API response"
+    return False, "no tool_use, tool_result or thinking content blocks"
+
+
+def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
+    src = as_source(source, path)
+    result = ImportResult(problems=src.problems)
+    for conversation in _conversations(src):
+        events, raw = _conversation_events(src, **conversation)
+        result.runs.append(events)
+        result.raw_count += raw
+    return result
+
+
+def _conversations(src: Source) -> list[dict]:
+    if is_json_lines(src.text):
+        records = load_json_lines(src)
+        if records and all(isinstance(r.value, dict) and "messages" in r.value for r in records):
+            out: list[dict] = []
+            for record in records:
+                out.extend(_from_value(src, record.value, record.line))
+            return out
+        entries = []
+        for record in records:
+            value = record.value
+            if isinstance(value, dict) and isinstance(value.get("message"), dict):
+                entries.append((value["message"], record.line, value))
+            elif isinstance(value, dict) and "role" in value:
+                entries.append((value, record.line, value))
+            else:
+                entries.append((None, record.line, value))
+        return [{"entries": entries}]
+    return _from_value(src, load_json(src), None)
+
+
+def _from_value(src: Source, value: Any, line: int | None) -> list[dict]:
+    if isinstance(value, dict):
+        if isinstance(value.get("messages"), list):
+            return [{"entries": [(m, line, m) for m in value["messages"]], "system": value.get("system"),
+                     "tools": value.get("tools"), "model": value.get("model")}]
+        if "role" in value:
+            return [{"entries": [(value, line, value)], "model": value.get("model")}]
+        src.problem("a JSON object without 'messages': nothing to import", line)
+        return []
+    if isinstance(value, list):
+        if value and all(isinstance(v, dict) and "messages" in v for v in value):
+            out: list[dict] = []
+            for item in value:
+                out.extend(_from_value(src, item, line))
+            return out
+        return [{"entries": [(m if isinstance(m, dict) else None, line, m) for m in value]}]
+    src.problem(f"expected messages, got a JSON {type(value).__name__}", line)
+    return []
+
+
+def _blocks(content: Any) -> list[dict]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b if isinstance(b, dict) else {"type": "text", "text": text_of(b)} for b in content]
+    if content is None:
+        return []
+    return [{"type": "text", "text": text_of(content)}]
+
+
+def block_text(content: Any) -> str:
+    """A tool result's or a system prompt's content as text (non-text blocks by type)."""
+    parts = []
+    for block in _blocks(content):
+        if isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        else:
+            parts.append(f"[{block.get('type', 'block')}]")
+    return "\n".join(parts)
+
+
+def _usage(message: dict) -> int | None:
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    counted = [usage.get(k) for k in keys if isinstance(usage.get(k), int)]
+    return sum(counted) if counted else None
+
+
+def _merge_turns(entries: list) -> list:
+    """Consecutive entries of one assistant message (same ``id``) become one turn."""
+    merged: list = []
+    for message, line, data in entries:
+        if (merged and message is not None and message.get("role") == "assistant"
+                and message.get("id") and merged[-1][0] is not None
+                and merged[-1][0].get("role") == "assistant"
+                and merged[-1][0].get("id") == message.get("id")):
+            previous = merged[-1][0]
+            content = _blocks(previous.get("content")) + _blocks(message.get("content"))
+            merged[-1] = ({**previous, "content": content, "usage": message.get("usage") or previous.get("usage")},
+                          merged[-1][1], merged[-1][2])
+        else:
+            merged.append((message, line, data))
+    return merged
+
+
+def _conversation_events(src: Source, entries: list, system: Any = None, tools: Any = None,
+                         model: Any = None) -> tuple[list, int]:
+    specs = [tool_spec(str(t.get("name")), text_of(t.get("description")), params_from_schema(t.get("input_schema")))
+             for t in tools or [] if isinstance(t, dict) and t.get("name")]
+    builder = RunBuilder(name=str(model) if model else "", source=src.path,
+                         policy=f"recorded: {model}" if model else "recorded chat", tools=specs)
+    chat = ChatAssembler(builder, src, "anthropic")
+    if system:
+        builder.raw("anthropic system prompt", system, f"system prompt ({len(block_text(system))} characters)")
+    task_set = False
+    for message, line, data in _merge_turns(entries):
+        if message is None:
+            note = f"entry of type {data.get('type')!r}" if isinstance(data, dict) else "not a message"
+            builder.raw("anthropic transcript entry", data, note)
+            continue
+        if not builder.name and message.get("model"):
+            builder.name = str(message["model"])
+            builder.policy = f"recorded: {message['model']}"
+        role = message.get("role")
+        if role == "assistant":
+            _assistant(chat, builder, message, line)
+        elif role == "user":
+            for block in _blocks(message.get("content")):
+                kind = block.get("type")
+                if kind == "tool_result" or (str(kind).endswith("_tool_result") and "tool_use_id" in block):
+                    chat.reply(str(block.get("tool_use_id") or ""), block_text(block.get("content")),
+                               error=block.get("is_error") is True, data=block, line=line)
+                elif kind == "text" and not task_set:
+                    builder.task, task_set = str(block.get("text", "")), True
+                else:
+                    note = "user message" if kind == "text" else f"user {kind} block"
+                    builder.raw("anthropic user content", block, note)
+        else:
+            src.problem(f"a message with role {role!r}, which is neither user nor assistant; "
+                        "kept as a raw record", line)
+            builder.raw("anthropic message", data, f"role {role!r}")
+    chat.finish()
+    return builder.build(), builder.raw_count
+
+
+def _assistant(chat: ChatAssembler, builder: RunBuilder, message: dict, line: int | None) -> None:
+    tokens = _usage(message)
+    texts: list[str] = []
+    made = []
+    for block in _blocks(message.get("content")):
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "thinking":
+            texts.append(str(block.get("thinking", "")))
+        elif kind == "redacted_thinking":
+            texts.append("[redacted thinking]")
+        elif kind in _CALL_BLOCKS:
+            call = Call(str(block.get("name") or "?"), block.get("input", {}), str(block.get("id") or ""))
+            made.append(chat.call(call, "\n".join(t for t in texts if t.strip()),
+                                  tokens if not made else None, line))
+            texts = []
+        else:
+            builder.raw("anthropic assistant content", block, f"{kind} block", current=bool(made))
+    if made:
+        rest = "\n".join(t for t in texts if t.strip())
+        if rest:  # text after the last call: part of that turn's reasoning
+            made[-1].thought = (made[-1].thought + "\n" + rest).strip("\n")
+    else:
+        chat.assistant(texts, [], tokens, line)

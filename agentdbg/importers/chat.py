@@ -1,0 +1,143 @@
+"""Chat-shaped runs (assistant turns with tool calls, tool replies matched by id) -> steps.
+
+Shared by the OpenAI, Anthropic and OpenTelemetry importers so they agree on what a step
+is: each tool call is one step (the turn's text is the first call's thought); a turn with
+text and no call is a step of its own, and the run's last such turn is its final answer.
+A reply goes to the oldest call with its id that has no reply yet; a reply that matches
+no call is kept as a raw record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agentdbg.importers.base import Source
+from agentdbg.importers.builder import RunBuilder, StepDraft
+from agentdbg.importers.jsondata import parse_arguments
+
+
+@dataclass
+class Call:
+    """A tool call as recorded: ``arguments`` is the JSON text or the object itself."""
+
+    name: str
+    arguments: Any = None
+    id: str = ""
+
+
+def written(call: Call) -> str:
+    """The call as text: its name and its arguments exactly as recorded."""
+    args = call.arguments
+    if args is None:
+        return call.name
+    if not isinstance(args, str):
+        args = json.dumps(args, ensure_ascii=False)
+    return f"{call.name} {args}"
+
+
+class ChatAssembler:
+    def __init__(self, builder: RunBuilder, src: Source, kind: str):
+        self.builder = builder
+        self.src = src
+        self.kind = kind  # names the source in raw records ("openai", "anthropic", ...)
+        self._open: dict[str, list[StepDraft]] = {}
+        self._ids: set[str] = set()
+        self._text_turn: StepDraft | None = None
+        self._tokens: int | None = None  # usage waiting for the step it paid for
+
+    def _take_tokens(self, tokens: int | None) -> int | None:
+        if self._tokens is not None:
+            tokens = (tokens or 0) + self._tokens
+            self._tokens = None
+        return tokens
+
+    def assistant(self, texts: list[str], calls: list[Call], tokens: int | None = None,
+                  line: int | None = None) -> list[StepDraft]:
+        """One assistant turn; returns the steps it made."""
+        thought = "\n".join(t for t in texts if t and t.strip())
+        tokens = self._take_tokens(tokens)
+        if not calls:
+            if not thought:
+                if tokens is not None:
+                    self._tokens = tokens  # usage of a turn that left no content
+                return []
+            step = self.builder.step(thought=thought, tokens=tokens)
+            self._text_turn = step
+            return [step]
+        steps = [self.call(call, thought if i == 0 else "", tokens if i == 0 else None, line)
+                 for i, call in enumerate(calls)]
+        return steps
+
+    def call(self, call: Call, thought: str = "", tokens: int | None = None,
+             line: int | None = None) -> StepDraft:
+        tokens = self._take_tokens(tokens)
+        text = written(call)
+        args, why = parse_arguments(call.arguments)
+        if why is None:
+            step = self.builder.step(thought=thought, tool=call.name, args=args, call=text,
+                                     call_id=call.id, tokens=tokens)
+        else:
+            step = self.builder.step(thought=thought, parse_error=f"tool call {call.name!r}: {why}",
+                                     output=text, call_id=call.id, tokens=tokens)
+        if call.id:
+            if call.id in self._ids:
+                self.src.problem(f"tool call id {call.id!r} is used by more than one call; "
+                                 "replies go to the calls in order", line)
+            self._ids.add(call.id)
+            self._open.setdefault(call.id, []).append(step)
+        else:
+            self._open.setdefault("", []).append(step)
+        self._text_turn = None
+        return step
+
+    def close(self, step: StepDraft) -> None:
+        """The step's reply came with it (a span that recorded call and result together)."""
+        for steps in self._open.values():
+            if step in steps:
+                steps.remove(step)
+
+    def waiting(self, call_id: str) -> bool:
+        return bool(self._open.get(call_id))
+
+    def reply(self, call_id: str, text: str, error: bool = False, name: str = "",
+              data: Any = None, line: int | None = None) -> StepDraft | None:
+        """A tool's reply. One that matches no waiting call is kept raw and reported."""
+        step = self._match(call_id, name)
+        if step is not None:
+            step.reply(text, error or step.parse_error is not None, call_id)
+            return step
+        if call_id and call_id in self._ids:
+            note = f"a second reply to tool call {call_id!r}"
+        elif call_id:
+            note = f"a reply to tool call {call_id!r}, which no call in the run has"
+        else:
+            note = "a tool reply without a call id and no call waiting for one"
+        self.src.problem(note + "; kept as a raw record", line)
+        self.builder.raw(f"{self.kind} tool reply", data if data is not None else text, note,
+                         current=True)
+        return None
+
+    def _match(self, call_id: str, name: str) -> StepDraft | None:
+        waiting = self._open.get(call_id)
+        if waiting:
+            return waiting.pop(0)
+        if not call_id and name:  # the legacy function role: matched by name
+            for steps in self._open.values():
+                for i, step in enumerate(steps):
+                    if step.tool == name:
+                        return steps.pop(i)
+        return None
+
+    def finish(self) -> None:
+        """The run's last turn, when it was text without a call, is its final answer."""
+        steps = self.builder.steps
+        if steps and steps[-1] is self._text_turn and steps[-1].answer is None:
+            steps[-1].answer = steps[-1].thought
+            steps[-1].thought = ""
+        if self._tokens is not None and steps and steps[-1].tokens is None:
+            steps[-1].tokens = self._tokens  # usage recorded after the last step
+        elif self._tokens is not None and steps:
+            steps[-1].tokens += self._tokens
+        self._tokens = None

@@ -1,0 +1,107 @@
+"""Reading JSON and JSON Lines inputs so that a damaged file still gives its valid part."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agentdbg.importers.base import NotImportable, Source
+
+_DECODER = json.JSONDecoder()
+
+
+@dataclass
+class Record:
+    """One top-level JSON value and the line it starts on (1-based)."""
+
+    value: Any
+    line: int
+
+
+def is_json_lines(text: str) -> bool:
+    """More than one top-level value, one per line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        json.loads(lines[0])
+    except ValueError:
+        return False
+    return lines[1].lstrip()[:1] in ("{", "[")
+
+
+def load_json_lines(src: Source) -> list[Record]:
+    """Every line that parses; each one that does not is reported with its line number."""
+    records: list[Record] = []
+    for number, line in enumerate(src.text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(Record(json.loads(line), number))
+        except ValueError as exc:
+            src.problem(f"not valid JSON ({_reason(exc)}); line skipped", number)
+    return records
+
+
+def load_json(src: Source) -> Any:
+    """The document; a top-level array cut short or damaged keeps the items before the
+    damage (reported). Anything else that does not parse is NotImportable."""
+    try:
+        return json.loads(src.text)
+    except ValueError as exc:
+        error = exc
+    start = len(src.text) - len(src.text.lstrip())
+    if src.text[start:start + 1] == "[":
+        items, stop = _array_prefix(src.text, start + 1)
+        line = src.text.count("\n", 0, stop) + 1
+        src.problem(f"not valid JSON from here ({_reason(error)}); kept the {len(items)} "
+                    "items before it", line)
+        return items
+    raise NotImportable(f"{src.path}:{getattr(error, 'lineno', '?')}: not valid JSON: {_reason(error)}")
+
+
+def _array_prefix(text: str, pos: int) -> tuple[list, int]:
+    items: list = []
+    while True:
+        pos = _skip(text, pos)
+        try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except ValueError:
+            return items, pos
+        items.append(value)
+        pos = _skip(text, end)
+        if text[pos:pos + 1] == ",":
+            pos += 1
+        else:
+            return items, pos
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _reason(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    return str(exc)
+
+
+def parse_arguments(raw: Any) -> tuple[dict | str | None, str | None]:
+    """Tool-call arguments as recorded (a JSON string, or already an object) ->
+    (args, None), or (None, why they cannot be read)."""
+    if isinstance(raw, dict):
+        return raw, None
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}, None
+    if not isinstance(raw, str):
+        return None, f"arguments should be a JSON object, got {type(raw).__name__}"
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, f"arguments are not valid JSON: {_reason(exc)}"
+    if not isinstance(value, dict):
+        return None, f"arguments should be a JSON object, got {type(value).__name__}"
+    return value, None

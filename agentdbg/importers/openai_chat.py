@@ -1,0 +1,202 @@
+"""OpenAI Chat Completions message lists.
+
+Accepted shapes: a JSON array of messages; an object with ``messages`` (and ``tools``,
+``model``, as in a request body); a JSON array of such objects or of message arrays; JSON
+Lines with one conversation (array or object) per line, or one message per line (then the
+whole file is one conversation). Each conversation is a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentdbg.importers.base import (
+    ImportResult,
+    Source,
+    as_source,
+    params_from_schema,
+    text_of,
+    tool_spec,
+)
+from agentdbg.importers.builder import RunBuilder
+from agentdbg.importers.chat import Call, ChatAssembler
+from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
+from agentdbg.importers.sniffing import outline
+
+NAME = "openai-chat"
+DESCRIPTION = "OpenAI Chat Completions messages: JSON array, {messages, tools}, or JSON Lines"
+
+_ROLE_PATHS = (("*", "role"), ("messages", "*", "role"), ("*", "messages", "*", "role"),
+               ("*", "*", "role"), ("role",))
+ANTHROPIC_BLOCKS = {"tool_use", "tool_result", "thinking", "redacted_thinking"}
+_BLOCK_TYPE_PATHS = (("*", "content", "*", "type"), ("messages", "*", "content", "*", "type"),
+                     ("content", "*", "type"), ("message", "content", "*", "type"),
+                     ("*", "messages", "*", "content", "*", "type"))
+
+
+def sniff(head: str, path: str = "") -> tuple[bool, str]:
+    shape = outline(head)
+    if not shape.root:
+        return False, "not JSON"
+    if shape.has("trajectory") or shape.has("history"):
+        return False, "has a trajectory/history: a SWE-agent file"
+    if not any(shape.has(*p) for p in _ROLE_PATHS):
+        return False, "no list of messages with a 'role'"
+    blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
+    if blocks:
+        return False, f"has {', '.join(sorted(blocks))} content blocks: Anthropic Messages"
+    return True, "messages with roles"
+
+
+def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
+    src = as_source(source, path)
+    result = ImportResult(problems=src.problems)
+    for conversation in _conversations(src):
+        events, raw = conversation_events(src, **conversation)
+        result.runs.append(events)
+        result.raw_count += raw
+    return result
+
+
+def _conversations(src: Source) -> list[dict]:
+    """Each conversation as {messages, tools, model, line, number}."""
+    found: list[dict] = []
+    if is_json_lines(src.text):
+        records = load_json_lines(src)
+        if records and all(isinstance(r.value, dict) and "role" in r.value for r in records):
+            return [{"messages": [r.value for r in records], "line": records[0].line,
+                     "lines": [r.line for r in records]}]
+        for record in records:
+            found.extend(_from_value(src, record.value, record.line))
+        return found
+    return _from_value(src, load_json(src), None)
+
+
+def _from_value(src: Source, value: Any, line: int | None) -> list[dict]:
+    if isinstance(value, dict):
+        if isinstance(value.get("messages"), list):
+            return [{"messages": value["messages"], "tools": value.get("tools") or value.get("functions"),
+                     "model": value.get("model"), "line": line}]
+        if "role" in value:
+            return [{"messages": [value], "line": line}]
+        src.problem("a JSON object without 'messages': nothing to import", line)
+        return []
+    if isinstance(value, list):
+        if value and all(isinstance(v, (list, dict)) and (isinstance(v, list) or "messages" in v)
+                         for v in value):
+            out: list[dict] = []
+            for item in value:
+                out.extend(_from_value(src, item, line))
+            return out
+        return [{"messages": value, "line": line}]
+    src.problem(f"expected messages, got a JSON {type(value).__name__}", line)
+    return []
+
+
+def tools_from_definitions(definitions: Any) -> list[dict]:
+    """``tools`` ({type: function, function: {...}}) or legacy ``functions`` -> tool specs."""
+    specs: list[dict] = []
+    if not isinstance(definitions, list):
+        return specs
+    for item in definitions:
+        if not isinstance(item, dict):
+            continue
+        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        name = fn.get("name")
+        if isinstance(name, str) and name:
+            specs.append(tool_spec(name, text_of(fn.get("description")),
+                                   params_from_schema(fn.get("parameters"))))
+    return specs
+
+
+def content_text(content: Any) -> str:
+    """Message content as text: a string, or the text of its parts (other parts by type)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                if isinstance(part.get("text"), str):
+                    parts.append(part["text"])
+                elif isinstance(part.get("refusal"), str):
+                    parts.append(part["refusal"])
+                else:
+                    parts.append(f"[{part.get('type', 'part')}]")
+        return "\n".join(parts)
+    return text_of(content)
+
+
+def _usage(message: dict) -> int | None:
+    usage = message.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    total = usage.get("total_tokens")
+    if isinstance(total, int):
+        return total
+    counted = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
+    return sum(v for v in counted if isinstance(v, int)) if any(isinstance(v, int) for v in counted) else None
+
+
+def _calls(message: dict) -> list[Call]:
+    calls: list[Call] = []
+    for item in message.get("tool_calls") or []:
+        if not isinstance(item, dict):
+            continue
+        fn = item.get("function") if isinstance(item.get("function"), dict) else {}
+        calls.append(Call(str(fn.get("name") or item.get("name") or "?"),
+                          fn.get("arguments", item.get("arguments")), str(item.get("id") or "")))
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict):
+        calls.append(Call(str(legacy.get("name") or "?"), legacy.get("arguments")))
+    return calls
+
+
+def conversation_events(src: Source, messages: list, tools: Any = None, model: Any = None,
+                        line: int | None = None, lines: list[int] | None = None,
+                        name: str = "", policy: str = "", kind: str = "openai",
+                        task: str | None = None) -> tuple[list, int]:
+    """One conversation's events and how many records were kept raw. ``task``, when
+    given, stands for the first user message (which is then not kept)."""
+    builder = RunBuilder(name=name or (str(model) if model else ""), source=src.path,
+                         policy=policy or (f"recorded: {model}" if model else "recorded chat"),
+                         tools=tools_from_definitions(tools))
+    chat = ChatAssembler(builder, src, kind)
+    task_set = False
+    for index, message in enumerate(messages):
+        where = lines[index] if lines and index < len(lines) else line
+        if not isinstance(message, dict):
+            src.problem(f"message {index + 1} is not an object; kept as a raw record", where)
+            builder.raw(f"{kind} message", message, f"message {index + 1} is not an object")
+            continue
+        role = message.get("role")
+        text = content_text(message.get("content"))
+        if role == "assistant":
+            texts = [text_of(message.get(k)) for k in ("reasoning_content", "reasoning")
+                     if isinstance(message.get(k), str)]
+            texts.append(text)
+            if isinstance(message.get("refusal"), str):
+                texts.append(message["refusal"])
+            chat.assistant(texts, _calls(message), _usage(message), where)
+        elif role == "tool":
+            ids = message.get("tool_call_ids")
+            ids = [str(i) for i in ids] if isinstance(ids, list) and ids else [str(message.get("tool_call_id") or "")]
+            for call_id in ids:
+                chat.reply(call_id, text, data=message, line=where)
+        elif role == "function":
+            chat.reply("", text, name=str(message.get("name") or ""), data=message, line=where)
+        elif role == "user" and not task_set:
+            builder.task, task_set = (text if task is None else task), True
+        elif role in ("system", "developer", "user"):
+            builder.raw(f"{kind} {role} message", message, f"{role} message ({len(text)} characters)")
+        else:
+            src.problem(f"message {index + 1} has role {role!r}, which is not a chat role; "
+                        "kept as a raw record", where)
+            builder.raw(f"{kind} message", message, f"unknown role {role!r}")
+    chat.finish()
+    return builder.build(), builder.raw_count

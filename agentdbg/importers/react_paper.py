@@ -1,0 +1,262 @@
+"""The ReAct paper's transcripts: run logs and few-shot prompt files.
+
+An episode opens with ``Question:`` or ``Claim:`` (a run log puts the question's index
+first: ``3687 Claim: ...``), then numbered ``Thought N:`` / ``Action N:`` /
+``Observation N:`` lines (``Action N:Search[x]`` without a space too); ``Finish[answer]``
+ends it. A run log separates episodes with a line of dashes and closes each with the
+harness's result dict (``{'steps': 2, 'answer': 'REFUTES', 'gt_answer': ...}``) and a
+running tally line. A prompt file is a JSON object of prompt strings, each holding
+several example episodes (also in the unnumbered ``Thought:`` / ``Answer:`` form).
+
+Each episode is a run. The paper's harness allows 7 steps: a run-log episode has
+``max_steps`` 7, and one that never finished (its dict says one step more than printed
+and an empty answer: the harness sent a last ``finish[]`` it did not print) ends
+``budget exhausted`` after its printed steps. An ``Invalid action`` observation makes
+its step a parse error. The result dict and the tally are kept as raw records.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentdbg.importers.base import ImportResult, NotImportable, Source, as_source, tool_spec
+from agentdbg.importers.builder import RunBuilder
+from agentdbg.importers.sniffing import looks_like_json, numbered_steps
+
+NAME = "react-paper"
+DESCRIPTION = "ReAct paper transcripts: Question/Claim, numbered Thought/Action/Observation, Finish[...]"
+
+STEP_BUDGET = 7  # the paper's harness: steps allowed per episode
+TOOLS = [
+    tool_spec("Search", "Search[entity]: the first paragraph of the entity's Wikipedia page, "
+              "or similar titles when there is no page.", {"entity": "str"}),
+    tool_spec("Lookup", "Lookup[keyword]: the next sentence with the keyword in the current page.",
+              {"keyword": "str"}),
+]
+
+_SEPARATOR = re.compile(r"^-{5,}[ \t]*$")
+_HEADER = re.compile(r"^[ \t]*(?:(\d+)[ \t]+)?(Question|Claim)[ \t]*:[ \t]?(.*)$")
+_FIELD = re.compile(r"^[ \t]*(Thought|Action|Observation|Answer)[ \t]*(\d*)[ \t]*:[ \t]?(.*)$")
+_RESULT = re.compile(r"^[ \t]*\{.*'steps'.*\}[ \t]*$")
+_CALL = re.compile(r"^(\w+)\[(.*)\]$", re.S)
+_JSON_EPISODE = re.compile(r"(?:Question|Claim)[ \t]*:")
+_JSON_STEP = re.compile(r"\\n[ \t]*(?:(?:Thought|Action)[ \t]*\d+|Answer)[ \t]*:")
+
+
+def sniff(head: str, path: str = "") -> tuple[bool, str]:
+    if looks_like_json(head):
+        if head.lstrip()[0] == "{" and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
+            return True, "prompt strings holding Question/Claim episodes"
+        return False, "JSON without ReAct prompt strings"
+    if re.search(r"^[ \t]*Action[ \t]*\d+[ \t]*:", head, re.M) and numbered_steps(head) >= 2:
+        return True, "numbered Thought/Action/Observation lines"
+    return False, "no numbered 'Action N:' lines"
+
+
+@dataclass
+class _Field:
+    label: str
+    number: str
+    text: str
+    line: int
+
+
+@dataclass
+class _Episode:
+    task: str = ""
+    index: str = ""
+    line: int = 0
+    fields: list[_Field] = field(default_factory=list)
+    result: dict | None = None
+    result_line: int = 0
+    after: list[tuple[int, str]] = field(default_factory=list)  # lines after the result
+    preamble: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.task or self.fields or self.result is not None)
+
+
+def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
+    src = as_source(source, path)
+    result = ImportResult(problems=src.problems)
+    if looks_like_json(src.text):
+        try:
+            prompts = json.loads(src.text)
+        except ValueError as exc:
+            raise NotImportable(f"{src.path}: not valid JSON: {exc}") from None
+        if not isinstance(prompts, dict):
+            raise NotImportable(f"{src.path}: a prompt file is a JSON object of prompt strings")
+        for key, text in prompts.items():
+            if not isinstance(text, str):
+                src.problem(f"prompt {key!r} is not a string; skipped")
+                continue
+            _add_episodes(result, src, _episodes(text, src), prefix=str(key), budget=False)
+        return result
+    _add_episodes(result, src, _episodes(src.text, src), prefix="", budget=True)
+    return result
+
+
+def _episodes(text: str, src: Source) -> list[_Episode]:
+    episodes: list[_Episode] = []
+    current = _Episode()
+    preamble: list[tuple[int, str]] = []
+
+    def close() -> None:
+        nonlocal current
+        if not current.empty:
+            episodes.append(current)
+        elif current.after:
+            preamble.extend(current.after)
+        current = _Episode()
+
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\r")
+        if _SEPARATOR.match(line):
+            close()
+            continue
+        if current.result is not None:
+            if line.strip():
+                current.after.append((number, line))
+            continue
+        header = _HEADER.match(line)
+        if header:
+            if not current.empty:
+                close()
+            current.index, current.task, current.line = header.group(1) or "", header.group(3), number
+            if preamble:
+                current.preamble, preamble = preamble, []
+            continue
+        found = _FIELD.match(line)
+        if found:
+            if current.empty and not current.line:
+                current.line = number
+            current.fields.append(_Field(found.group(1), found.group(2), found.group(3), number))
+            continue
+        if _RESULT.match(line):
+            try:
+                value = ast.literal_eval(line.strip())  # literals only: never runs code
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                value = None
+            if isinstance(value, dict):
+                current.result, current.result_line = value, number
+                continue
+        if current.fields:
+            current.fields[-1].text += "\n" + line
+        elif line.strip():
+            if current.empty:
+                preamble.append((number, line))
+            else:
+                current.task += "\n" + line
+    close()
+    if preamble:
+        if episodes:
+            episodes[-1].after.extend(preamble)
+        else:
+            src.problem("no Question/Claim episode in the text")
+    return episodes
+
+
+def _group(fields: list[_Field]) -> list[dict[str, _Field]]:
+    """Fields -> steps: a step is one number's Thought / Action / Observation (or an
+    unnumbered Thought / Answer)."""
+    order = {"Thought": 0, "Action": 1, "Answer": 1, "Observation": 2}
+    steps: list[dict[str, _Field]] = []
+    for item in fields:
+        current = steps[-1] if steps else None
+        if current is not None:
+            numbers = {f.number for f in current.values()}
+            last = max(order[label] for label in current)
+            same_number = item.number in numbers or not item.number
+            if same_number and item.label not in current and order[item.label] >= last:
+                current[item.label] = item
+                continue
+        steps.append({item.label: item})
+    return steps
+
+
+def _add_episodes(result: ImportResult, src: Source, episodes: list[_Episode], prefix: str,
+                  budget: bool) -> None:
+    for count, episode in enumerate(episodes, 1):
+        if episode.index:
+            name = f"question {episode.index}"
+        elif prefix:
+            name = f"{prefix} #{count}"
+        else:
+            name = f"episode {count}"
+        from_log = budget and episode.result is not None
+        builder = RunBuilder(episode.task.strip(), name=name, source=src.path,
+                             policy="recorded: ReAct paper run" if from_log else "ReAct paper example",
+                             tools=TOOLS, max_steps=STEP_BUDGET if from_log else None)
+        for number, line in episode.preamble:
+            builder.raw("react-paper text", line, f"line {number}, before the first episode")
+        for step in _group(episode.fields):
+            _add_step(builder, step)
+        ending = _ending(src, episode, builder)
+        if episode.result is not None:
+            builder.raw("react-paper result", episode.result, _describe_result(episode.result))
+        for number, line in episode.after:
+            note = "the notebook's running tally: correct, episodes, accuracy, seconds per episode"
+            if not re.fullmatch(r"\s*\d+ \d+ [\d.]+ [\d.eE+-]+\s*", line):
+                note = f"line {number}, after the result"
+            builder.raw("react-paper text", line, note)
+        result.runs.append(builder.build(**ending))
+        result.raw_count += builder.raw_count
+
+
+def _add_step(builder: RunBuilder, fields: dict[str, _Field]) -> None:
+    thought = fields["Thought"].text.strip() if "Thought" in fields else ""
+    observed = fields.get("Observation")
+    observation = observed.text.strip() if observed is not None else None
+    step = builder.step(thought=thought, observation=observation)
+    if "Answer" in fields:
+        step.answer = fields["Answer"].text.strip()
+    if "Action" not in fields:
+        return
+    written = fields["Action"].text.rstrip()
+    call = _CALL.match(written.strip())
+    refused = observation is not None and observation.startswith("Invalid action")
+    if call and not refused:
+        name, argument = call.groups()
+        if name.lower() == "finish":
+            step.answer = argument
+        else:
+            step.tool, step.args, step.call = name, argument, f"{name}[{argument}]"
+        return
+    step.output = written
+    step.observation_error = refused
+    if refused:
+        step.parse_error = f"invalid action {written!r}: the environment could not read it"
+    else:
+        step.parse_error = (f"invalid action {written.strip()!r}: use Search[entity], "
+                            "Lookup[keyword] or Finish[answer]")
+
+
+def _ending(src: Source, episode: _Episode, builder: RunBuilder) -> dict[str, Any]:
+    steps = builder.steps
+    printed = len(steps)
+    answer = steps[-1].answer if steps else None
+    if episode.result is None:
+        return {}
+    said_steps, said_answer = episode.result.get("steps"), episode.result.get("answer")
+    if answer is None and said_steps == printed + 1 and said_answer in ("", None):
+        builder.max_steps = printed  # the budget the harness ran out of (7 in the paper)
+        return {"outcome": "budget exhausted", "guard": "max_steps",
+                "message": f"step budget exhausted: {printed} steps used (the harness then "
+                           f"sent finish[] without printing it: its result counts {said_steps} "
+                           "steps and an empty answer)"}
+    if answer is not None and said_steps == printed and said_answer == answer:
+        return {}
+    src.problem(f"the result says {said_steps} steps and answer {said_answer!r}, the transcript "
+                f"shows {printed} steps and answer {answer!r}", episode.result_line)
+    return {}
+
+
+def _describe_result(result: dict) -> str:
+    shown = ", ".join(f"{key} {value!r}" for key, value in result.items() if key not in ("steps", "answer"))
+    return f"the harness's result: {shown}" if shown else "the harness's result"

@@ -9,6 +9,8 @@ import sys
 import zlib
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import ReActAgent
@@ -235,6 +237,40 @@ def test_recall_of_identical_texts_keeps_insertion_order():
     for name in ("first", "second", "third"):
         memory.add(f"{name}", embed("catalog Il Gattopardo"))
     assert [r.text for r in memory.recall(embed("Gattopardo"), 3)] == ["first", "second", "third"]
+
+
+vectors = st.lists(st.sampled_from([0, 0, 0, 1, -1, 2]), min_size=16, max_size=16)
+STORED = [[1, 0] * 8, [0, 1] * 8, [2, 0] * 8, [1, 1] * 8, [0] * 16, [1] + [0] * 15]
+
+
+@settings(max_examples=300)
+@given(st.lists(vectors, min_size=1, max_size=12), vectors, st.integers(1, 14))
+@example(STORED, [1, 1] + [0] * 14, 6)  # sparse query, several non-zero dimensions
+@example(STORED, [0, 2] + [0] * 14, 6)  # one non-zero dimension
+@example(STORED, [0] * 16, 3)  # the zero query
+@example(STORED, [1, -1] * 8, 6)  # dense query
+def test_recall_is_the_exact_cosine_ranking_with_ties_in_stored_order(stored, query, k):
+    # Small integer vectors: many exact ties, many sparse queries (the fast path) and dense ones.
+    memory = SemanticMemory()
+    for i, vector in enumerate(stored):
+        memory.add(f"item {i}", vector)
+    expected = sorted(range(len(stored)), key=lambda i: (-cosine(query, stored[i]), i))[:k]
+    results = memory.recall(query, k)
+    assert [r.index for r in results] == expected
+    assert [r.score for r in results] == [cosine(query, stored[i]) for i in expected]
+
+
+def test_sparse_and_dense_queries_score_alike():
+    embed = HashedBagOfWords(64)
+    memory = SemanticMemory()
+    texts = ["Brera founded 1764", "Arcetri founded 1872", "Ceres discovered 1801", "comet of 1858"]
+    for text in texts:
+        memory.add(text, embed(text))
+    sparse = embed("when was Brera founded")  # 3 of 64 buckets: the sparse path
+    dense = [x + 1e-300 if x == 0.0 else x for x in sparse]  # no zero left: the plain dot product
+    assert [(r.text, r.score) for r in memory.recall(sparse, 4)] == [
+        (r.text, pytest.approx(r.score, abs=1e-12)) for r in memory.recall(dense, 4)]
+    assert memory.recall(sparse, 1)[0].text == "Brera founded 1764"
 
 
 def test_recall_edge_cases():

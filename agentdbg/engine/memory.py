@@ -20,8 +20,9 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+from array import array
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +92,22 @@ class Recalled:
     index: int
 
 
-def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return sum(map(operator.mul, a, b))
+def _scorer(query: Sequence[float]) -> Callable[[Sequence[float]], float]:
+    """The dot product with ``query``. A sparse query (a bag of words has a few non-zero
+    buckets) multiplies only its non-zero dimensions: the same sum without its zero terms,
+    so the same scores, several times faster."""
+    nonzero = [i for i, x in enumerate(query) if x != 0.0]
+    if len(nonzero) * 4 >= len(query):
+        return lambda vector: sum(map(operator.mul, query, vector))
+    if not nonzero:
+        return lambda vector: 0.0
+    if len(nonzero) == 1:
+        [only] = nonzero
+        weight = query[only]
+        return lambda vector: weight * vector[only]
+    weights = [query[i] for i in nonzero]
+    pick = operator.itemgetter(*nonzero)
+    return lambda vector: sum(map(operator.mul, weights, pick(vector)))
 
 
 class SemanticMemory:
@@ -100,12 +115,12 @@ class SemanticMemory:
 
     ``recall`` scans every stored vector: exact, simple, and fine for thousands of items
     (see ``docs/memory.md`` for measured times; past ~10k items per recall, use an
-    approximate nearest-neighbour index instead). Vectors are normalised when added, so a
-    recall costs one dot product per item."""
+    approximate nearest-neighbour index instead). Vectors are normalised when added and
+    kept as packed doubles (8 bytes a dimension), so a recall costs one dot product per item."""
 
     def __init__(self) -> None:
         self._texts: list[str] = []
-        self._vectors: list[tuple[float, ...]] = []
+        self._vectors: list[array] = []  # unit vectors, 8 bytes a dimension
         self.dim: int | None = None
 
     def add(self, text: str, embedding: Sequence[float]) -> None:
@@ -119,7 +134,7 @@ class SemanticMemory:
         if not all(math.isfinite(x) for x in vector):
             raise ValueError("an embedding must contain finite numbers only")
         self._texts.append(text)
-        self._vectors.append(normalized(vector))
+        self._vectors.append(array("d", normalized(vector)))
 
     def recall(self, query_embedding: Sequence[float], k: int) -> list[Recalled]:
         """The ``k`` stored texts most similar to the query, best first; equal scores rank
@@ -129,7 +144,8 @@ class SemanticMemory:
         query = normalized([float(x) for x in query_embedding])
         if len(query) != self.dim:
             raise ValueError(f"query has {len(query)} dimensions, this memory holds {self.dim}")
-        best = heapq.nsmallest(k, ((-_dot(query, vector), index) for index, vector in enumerate(self._vectors)))
+        score = _scorer(query)
+        best = heapq.nsmallest(k, ((-score(vector), index) for index, vector in enumerate(self._vectors)))
         return [Recalled(self._texts[index], -negative, index) for negative, index in best]
 
     @property

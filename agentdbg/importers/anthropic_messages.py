@@ -38,6 +38,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
         return True, f"{', '.join(sorted(blocks))} content blocks"
+    if shape.has("system") and shape.has("messages"):
+        return True, "a request body with a top-level system prompt"
     if shape.has("message", "role") and shape.strings("type") & {"user", "assistant"}:
         return True, "transcript entries of {type, message}"
     if "message" in shape.strings("type") and shape.has("content"):

@@ -44,6 +44,7 @@ class ChatAssembler:
         self.kind = kind  # names the source in raw records ("openai", "anthropic", ...)
         self._open: dict[str, list[StepDraft]] = {}
         self._ids: set[str] = set()
+        self._reported: set[str] = set()  # duplicated ids already reported
         self._text_turn: StepDraft | None = None
         self._tokens: int | None = None  # usage waiting for the step it paid for
 
@@ -82,7 +83,8 @@ class ChatAssembler:
             step = self.builder.step(thought=thought, parse_error=f"tool call {call.name!r}: {why}",
                                      output=text, call_id=call.id, tokens=tokens)
         if call.id:
-            if call.id in self._ids:
+            if call.id in self._ids and call.id not in self._reported:
+                self._reported.add(call.id)
                 self.src.problem(f"tool call id {call.id!r} is used by more than one call; "
                                  "replies go to the calls in order", line)
             self._ids.add(call.id)

@@ -41,7 +41,9 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return False, "not JSON"
     if shape.has("trajectory") or shape.has("history"):
         return False, "has a trajectory/history: a SWE-agent file"
-    if not any(shape.has(*p) for p in _ROLE_PATHS):
+    if shape.has("system") and shape.has("messages"):
+        return False, "a top-level system prompt beside the messages: Anthropic Messages"
+    if not any(shape.has(*p) for p in _ROLE_PATHS) and not shape.has("messages"):
         return False, "no list of messages with a 'role'"
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:

@@ -250,7 +250,7 @@ def _ending(src: Source, episode: _Episode, builder: RunBuilder) -> dict[str, An
                 "message": f"step budget exhausted: {printed} steps used (the harness then "
                            f"sent finish[] without printing it: its result counts {said_steps} "
                            "steps and an empty answer)"}
-    if answer is not None and said_steps == printed and said_answer == answer:
+    if said_steps == printed and (said_answer == answer or (not said_answer and answer is None)):
         return {}
     src.problem(f"the result says {said_steps} steps and answer {said_answer!r}, the transcript "
                 f"shows {printed} steps and answer {answer!r}", episode.result_line)

@@ -166,6 +166,7 @@ def _trajectory_events(src: Source, data: dict, config: dict) -> tuple[list, int
         step = builder.step(thought=thought, observation=None if observation is None else text_of(observation))
         if not action.strip():
             step.parse_error, step.output = "the step has no action", text_of(entry.get("response"))
+            step.observation_error = step.observation is not None
             continue
         step.tool, step.args = _command(action)
         step.call = action

@@ -57,3 +57,28 @@ __all__ = [
     "scripted",
     "table_lookup",
 ]
+
+# Memory tiers, rule policies and token estimation.
+from agentdbg.engine.memory import BufferMemory, Recalled, SemanticMemory, TieredMemory  # noqa: E402
+from agentdbg.engine.memory_embedding import HashedBagOfWords  # noqa: E402
+from agentdbg.engine.memory_summary import (  # noqa: E402
+    ExtractiveSummarizer,
+    TruncatingSummarizer,
+    summarize_memory,
+)
+from agentdbg.engine.policies import Rule, RulePolicy  # noqa: E402
+from agentdbg.engine.tokens import from_tokenizer  # noqa: E402
+
+__all__ += [
+    "BufferMemory",
+    "ExtractiveSummarizer",
+    "HashedBagOfWords",
+    "Recalled",
+    "Rule",
+    "RulePolicy",
+    "SemanticMemory",
+    "TieredMemory",
+    "TruncatingSummarizer",
+    "from_tokenizer",
+    "summarize_memory",
+]

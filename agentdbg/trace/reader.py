@@ -1,14 +1,64 @@
-"""Read trace files: indexed in the background, steps read by offset, never loaded whole."""
+"""Read trace files: indexed in the background, steps read by offset, never loaded whole.
+
+``open_trace(path)`` checks the header, indexes the first few hundred kilobytes at once
+(so the first screen is ready immediately) and leaves the rest to a background thread.
+The index holds only byte offsets: where each run and each step begins (the lines that
+start with ``{"type":"run_start",`` and ``{"type":"step",``) and where the checkpoints
+are. A step is read when it is asked for (one ``pread`` of its lines), decoded, and kept
+in a bounded cache; the state at step N starts from the nearest checkpoint at or before
+N and folds the few steps after it.
+
+Damage never loses the valid part. A line that is not JSON, not UTF-8, far too long, or
+not a valid event becomes a ``Problem`` (file, line, what is wrong) and the rest of the
+file reads on; a recording cut off mid-line opens with every complete event. Problems are
+found as the file is read: the index reports what it sees (a cut-off last line, data
+outside any run), decoding a step reports what is wrong inside it. Nothing in a trace is
+ever executed: lines are parsed with ``json`` only.
+
+Errors: ``open_trace`` raises ``agentdbg.documents.OpenError`` (a ``ValueError``) when the
+path cannot be a trace at all (missing, a directory, empty, binary, no header line);
+everything after a readable first line opens as a document, with problems listed.
+Threads: a run can be read from any thread while the index grows. ``record(n)`` raises
+``IndexError`` for a step the index has not reached yet; ``wait_for(n)`` waits for it.
+"""
 
 from __future__ import annotations
 
+import bisect
 import json
+import os
+import re
+import stat
+import threading
+import time
+from array import array
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentdbg.engine import events as ev
+from agentdbg.runs import Document, Problem
+from agentdbg.state import RunInfo, RunState, StepRecord
 from agentdbg.trace import format as fmt
 
 SNIFF_BYTES = 64 * 1024
+MAX_LINE_BYTES = 8 * 1024 * 1024  # longer lines are reported and shown as a preview, not decoded
+FIRST_CHUNK_BYTES = 256 * 1024  # indexed before open_trace returns: the first screen
+CHUNK_BYTES = 1024 * 1024  # then this much per step of the background index
+READ_BLOCK = 1024 * 1024
+PREVIEW_CHARS = 300
+RECORD_CACHE = 4096  # decoded steps kept per run
+STATE_CACHE = 4096  # derived states kept per run
+MAX_PROBLEMS = 1000  # then one line says how many more were found
+NOTIFY_INTERVAL = 0.05  # seconds between progress notifications (a screen need not redraw more)
+
 _BOM = b"\xef\xbb\xbf"
+# Lines that shape the index: each match starts at the newline before the line.
+_STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
+_OVERLAP = 32  # longer than any match: a match cut by a chunk's end is found in the next
+_KIND_AT = 10  # the byte after '\n{"type":"': s(tep), r(un_start), c(heckpoint)
+_STEP, _RUN_START, _CHECKPOINT = ord("s"), ord("r"), ord("c")
 
 
 def sniff(path: str | Path) -> bool:
@@ -34,9 +84,777 @@ def _head_kind(head: bytes) -> str | None:
     if not first.startswith(b"{"):
         return None
     try:
-        data = json.loads(first)
-    except ValueError:
+        data = json.loads(first.decode("utf-8"))
+    except (ValueError, RecursionError):
         return None
     if isinstance(data, dict) and data.get("format") == fmt.FORMAT_NAME:
         return "header"
     return None
+
+
+def _size_text(size: int) -> str:
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MiB"
+    if size >= 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size} bytes"
+
+
+class ProblemLog:
+    """Problems found while reading, shared by every thread; listeners hear of each one."""
+
+    def __init__(self, path: str, items: list[Problem]):
+        self.path = path
+        self.items = items
+        self._seen: set[tuple[int | None, str]] = set()
+        self._more = 0
+        self._lock = threading.Lock()
+        self.listeners: list[Callable[[Problem], None]] = []
+
+    def add(self, line: int | None, message: str) -> None:
+        with self._lock:
+            key = (line, message)
+            if key in self._seen:
+                return
+            self._seen.add(key)
+            if len(self.items) >= MAX_PROBLEMS:
+                self._more += 1
+                problem = Problem(self.path, None, f"{self._more} more problems not listed")
+                if self.items[-1].message.endswith("more problems not listed"):
+                    self.items[-1] = problem
+                else:
+                    self.items.append(problem)
+            else:
+                problem = Problem(self.path, line, message)
+                self.items.append(problem)
+            listeners = list(self.listeners)
+        for listener in listeners:
+            listener(problem)
+
+
+@dataclass
+class _Line:
+    offset: int
+    data: bytes | None  # None when the line is longer than the limit
+    length: int
+    preview: bytes = b""
+
+
+class _Source:
+    """The open file: bounded reads, line numbers on demand, line decoding."""
+
+    def __init__(self, path: str, fd: int, size: int, max_line_bytes: int, problems: ProblemLog):
+        self.path = path
+        self.fd = fd
+        self.size = size
+        self.data_end = size  # where complete lines end (a cut-off last line is left out)
+        self.max_line_bytes = max_line_bytes
+        self.problems = problems
+        self.closed = False
+        self.tail_problem: tuple[int, str] | None = None  # reported once the index is done
+        self._marks_at = [0]  # offsets with a known count of newlines before them
+        self._marks_lines = [0]
+        self._marks_lock = threading.Lock()
+
+    def pread(self, size: int, offset: int) -> bytes:
+        if self.closed:
+            raise ValueError(f"{self.path}: the trace is closed")
+        return os.pread(self.fd, size, offset)
+
+    def line_number(self, offset: int) -> int:
+        """The 1-based line that ``offset`` is on; counts newlines once, from known marks."""
+        with self._marks_lock:
+            at = bisect.bisect_right(self._marks_at, offset) - 1
+            position, lines = self._marks_at[at], self._marks_lines[at]
+        while position < offset:
+            block = self.pread(min(READ_BLOCK, offset - position), position)
+            if not block:
+                break
+            lines += block.count(b"\n")
+            position += len(block)
+            with self._marks_lock:
+                where = bisect.bisect_left(self._marks_at, position)
+                if where == len(self._marks_at) or self._marks_at[where] != position:
+                    self._marks_at.insert(where, position)
+                    self._marks_lines.insert(where, lines)
+        return lines + 1
+
+    def report(self, offset: int, message: str) -> None:
+        self.problems.add(self.line_number(offset), message)
+
+    def lines(self, start: int, end: int, first_only: bool = False) -> Iterator[_Line]:
+        """The lines in [start, end), each at most ``max_line_bytes`` long (longer ones come
+        with ``data=None`` and a preview). Never holds more than one line in memory."""
+        end = min(end, self.data_end)
+        if not first_only and end - start <= min(self.max_line_bytes, 4 * READ_BLOCK):
+            data = self.pread(end - start, start)
+            position = start
+            for piece in data.split(b"\n"):
+                if piece:
+                    yield _Line(position, piece, len(piece))
+                position += len(piece) + 1
+            if len(data) < end - start:
+                self.report(start + len(data), "the file is shorter than when it was opened (changed on disk?)")
+            return
+        parts: list[bytes] = []
+        length = 0
+        preview: bytes | None = None  # set once the line is known to be too long
+        line_start = position = start
+        block_size = 16 * 1024  # a checkpoint or run_start line is usually small: start small
+        while position < end:
+            block = self.pread(min(block_size, end - position), position)
+            block_size = READ_BLOCK
+            if not block:
+                self.report(position, "the file is shorter than when it was opened (changed on disk?)")
+                return
+            cursor = 0
+            while True:
+                newline = block.find(b"\n", cursor)
+                piece = block[cursor:] if newline == -1 else block[cursor:newline]
+                if piece:
+                    length += len(piece)
+                    if preview is None:
+                        parts.append(piece)
+                        if length > self.max_line_bytes:
+                            preview = b"".join(parts)[: PREVIEW_CHARS * 4]
+                            parts = []
+                if newline == -1:
+                    break
+                if length:
+                    yield _Line(line_start, None if preview is not None else b"".join(parts), length, preview or b"")
+                    if first_only:
+                        return
+                parts, length, preview = [], 0, None
+                line_start = position + newline + 1
+                cursor = newline + 1
+            position += len(block)
+        if length:
+            yield _Line(line_start, None if preview is not None else b"".join(parts), length, preview or b"")
+
+    def decode(self, line: _Line, step: int) -> ev.Event | None:
+        """One line as an event; problems are reported, and whatever can be kept is kept."""
+        if line.data is None:
+            preview = line.preview.decode("utf-8", "replace")[:PREVIEW_CHARS]
+            kind = re.match(r'\{"type":"(\w+)"', preview)
+            what = f"a {kind.group(1)} event" if kind else "a line"
+            note = f"{what} of {_size_text(line.length)}, over the {_size_text(self.max_line_bytes)} limit: not decoded"
+            self.report(line.offset, f"line too long: {note}")
+            return ev.RawRecord(step=step, source="line too long", data={"preview": preview, "bytes": line.length}, note=note)
+        raw = line.data
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.report(line.offset, f"not valid UTF-8 (byte {exc.start + 1} of the line); read with replacement characters")
+            text = raw.decode("utf-8", "replace")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.report(line.offset, f"not valid JSON ({exc.msg} at column {exc.colno}); line skipped")
+            return None
+        except (ValueError, RecursionError) as exc:
+            self.report(line.offset, f"not readable JSON ({type(exc).__name__}: {str(exc)[:100]}); line skipped")
+            return None
+        if isinstance(data, dict) and data.get("type") == "header":
+            self._check_header(data, line.offset)
+            return None
+        try:
+            return ev.event_from_dict(data)
+        except ValueError as exc:
+            self.report(line.offset, f"not a valid event: {exc}; kept as a raw record")
+            return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
+
+    def _check_header(self, header: dict, offset: int) -> None:
+        """A header (the first line, or one inside a file made by concatenating traces)."""
+        if header.get("format") != fmt.FORMAT_NAME:
+            self.report(offset, f"header names format {header.get('format')!r}, not {fmt.FORMAT_NAME!r}; read as an agentdbg trace")
+        version = header.get("version")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            self.report(offset, f"header has no valid format version ({version!r}); read as version {fmt.FORMAT_VERSION}")
+        elif version > fmt.FORMAT_VERSION:
+            self.report(offset, f"written by a newer agentdbg (format version {version}; this version reads "
+                                f"{fmt.FORMAT_VERSION}): what can be read is shown, unknown events as raw records")
+
+    def decode_span(self, start: int, end: int, step: int) -> list[ev.Event]:
+        events: list[ev.Event] = []
+        declared = None
+        for line in self.lines(start, end):
+            if line.data is not None and line.data.startswith(fmt.CHECKPOINT_PREFIX):
+                continue  # read only when a state is asked for
+            event = self.decode(line, step)
+            if event is None:
+                continue
+            if isinstance(event, ev.StepStart) and declared is None:
+                declared = event.step
+            elif (declared is not None and event.step != declared
+                  and not isinstance(event, (ev.RunEnd, ev.RawRecord, ev.StepStart, ev.Checkpoint))):
+                self.report(line.offset, f"a {event.type} event of step {event.step} inside step {declared} "
+                                         f"(the line opening step {event.step} is missing or damaged)")
+            events.append(event)
+        return events
+
+
+class _RunIndex:
+    """Byte offsets of one run: its run_start line, its steps, its checkpoints."""
+
+    def __init__(self, start: int | None):
+        self.start = start  # offset of the run_start line (None: steps with no run_start)
+        self.steps = array("q")
+        self.checkpoint_steps = array("q")  # steps before each checkpoint (its state's step)
+        self.checkpoint_offsets = array("q")
+        self.end: int | None = None  # where the run's last step ends, once known
+
+    @property
+    def published(self) -> int:
+        """Steps whose lines are all known (the last one needs the next step or the end)."""
+        return len(self.steps) if self.end is not None else max(0, len(self.steps) - 1)
+
+
+class TraceIndex:
+    """Finds runs, steps and checkpoints by the bytes their lines start with."""
+
+    def __init__(self, source: _Source, start: int, on_run: Callable[[_RunIndex], None]):
+        self.source = source
+        self.start = start  # first byte after the header line
+        self.position = start  # next byte to scan
+        self.runs: list[_RunIndex] = []
+        self.complete = False
+        self.lock = threading.Condition()
+        self._on_run = on_run
+        self._listeners: list[Callable[[], None]] = []
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        self._last_notice = 0.0
+        self.started_at = time.perf_counter()
+        self.finished_at: float | None = None
+        self._first_structure: int | None = None
+
+    @property
+    def progress(self) -> float:
+        span = self.source.data_end - self.start
+        return 1.0 if self.complete or span <= 0 else min(1.0, (self.position - self.start) / span)
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (from the index thread) as runs and steps appear, at most
+        every 50 ms, and once more when the index is complete."""
+        self._listeners.append(listener)
+
+    def _notify(self, final: bool = False) -> None:
+        now = time.perf_counter()
+        if not final and now - self._last_notice < NOTIFY_INTERVAL:
+            return
+        self._last_notice = now
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:  # a listener's bug must not stop the index
+                pass
+
+    def scan_first(self) -> None:
+        if self.start == 0 and self.source.pread(len(fmt.RUN_START_PREFIX), 0) == fmt.RUN_START_PREFIX:
+            self._merge([], [(0, _RUN_START)])  # a headerless trace: the first line has no newline before it
+        elif self.start == len(_BOM) and self.source.pread(len(fmt.RUN_START_PREFIX), self.start) == fmt.RUN_START_PREFIX:
+            self._merge([], [(self.start, _RUN_START)])
+        self._scan_chunk(FIRST_CHUNK_BYTES)
+        if self.position >= self.source.data_end:
+            self._finish()
+
+    def start_thread(self) -> None:
+        if self.complete:
+            return
+        self._thread = threading.Thread(target=self._run, name=f"agentdbg-index {self.source.path}", daemon=True)
+        self._thread.start()
+
+    def scan_all(self) -> None:
+        while not self.complete and not self._stop:
+            self._scan_chunk(CHUNK_BYTES)
+            if self.position >= self.source.data_end:
+                self._finish()
+
+    def _run(self) -> None:
+        try:
+            self.scan_all()
+        except Exception as exc:  # a read error stops the index, never the program
+            if not self.source.closed:
+                self.source.problems.add(None, f"indexing stopped at byte {self.position:,}: {type(exc).__name__}: {exc}")
+            self._finish(failed=True)
+
+    def stop(self) -> None:
+        self._stop = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self.lock:
+            return self.lock.wait_for(lambda: self.complete, timeout)
+
+    def _scan_chunk(self, size: int) -> None:
+        # Matches start at the newline before a line; the scan starts at the newline that
+        # ends the header (or before the first line) so the first run is found too.
+        position = self.position
+        scan_from = position - 1 if position > 0 else 0
+        end = self.source.data_end
+        data = self.source.pread(min(size + _OVERLAP, end - scan_from), scan_from) if end > scan_from else b""
+        if not data:
+            self.position = end
+            return
+        limit = len(data) if scan_from + len(data) >= end else len(data) - _OVERLAP
+        offsets = [m.start() for m in _STRUCTURE.finditer(data)]
+        while offsets and offsets[-1] >= limit:
+            offsets.pop()
+        base = scan_from + 1
+        steps = [o for o in offsets if data[o + _KIND_AT] == _STEP]
+        others = [] if len(steps) == len(offsets) else [
+            (o + base, data[o + _KIND_AT]) for o in offsets if data[o + _KIND_AT] != _STEP]
+        self._merge(list(map(base.__add__, steps)), others)
+        self.position = scan_from + limit + 1
+        self._notify()
+
+    def _merge(self, steps: list[int], others: list[tuple[int, int]]) -> None:
+        new_runs = []
+        with self.lock:
+            if self._first_structure is None and (steps or others):
+                self._first_structure = min(steps[:1] + [o for o, _ in others[:1]])
+            at = 0
+            for offset, kind in others:
+                cut = bisect.bisect_left(steps, offset, at)
+                if cut > at:
+                    new_runs += self._add_steps(steps[at:cut])
+                at = cut
+                if kind == _RUN_START:
+                    if self.runs:
+                        self.runs[-1].end = self.runs[-1].end or offset
+                    self.runs.append(_RunIndex(offset))
+                    new_runs.append(self.runs[-1])
+                elif self.runs:  # a checkpoint outside any run has nothing to speed up
+                    run = self.runs[-1]
+                    run.checkpoint_steps.append(len(run.steps))
+                    run.checkpoint_offsets.append(offset)
+            if at < len(steps):
+                new_runs += self._add_steps(steps[at:])
+            self.lock.notify_all()
+        for run in new_runs:
+            self._on_run(run)
+
+    def _add_steps(self, steps: list[int]) -> list[_RunIndex]:
+        created = []
+        if not self.runs:  # steps with no run_start before them: a run without a header
+            self.runs.append(_RunIndex(None))
+            created.append(self.runs[-1])
+        self.runs[-1].steps.extend(steps)
+        return created
+
+    def _finish(self, failed: bool = False) -> None:
+        with self.lock:
+            if self.runs and self.runs[-1].end is None:
+                self.runs[-1].end = self.source.data_end if not failed else (
+                    self.runs[-1].steps[-1] if self.runs[-1].steps else self.runs[-1].start or 0)
+            self.position = self.source.data_end
+            self.complete = True
+            self.finished_at = time.perf_counter()
+            self.lock.notify_all()
+        if not failed and not self.source.closed:
+            try:
+                if self.source.tail_problem is not None:
+                    self.source.report(*self.source.tail_problem)
+                self._check_outside_runs()
+            except (OSError, ValueError):
+                pass
+        self._notify(final=True)
+
+    def _check_outside_runs(self) -> None:
+        """Lines between the header and the first run belong to no run: say so."""
+        source = self.source
+        first = self._first_structure if self._first_structure is not None else source.data_end
+        if self.runs and self.runs[0].start is None:
+            source.report(self.runs[0].steps[0], "steps before any run_start: the run's task and settings are unknown")
+        if first <= self.start:
+            return
+        if first - self.start > 16 * source.max_line_bytes:
+            source.report(self.start, f"{_size_text(first - self.start)} before the first run could not be read as events")
+            return
+        for line in source.lines(self.start, first):
+            event = source.decode(line, 0)
+            if event is not None:
+                source.report(line.offset, f"a {event.type} event outside any run (no run_start before it): ignored")
+
+
+class TraceRun:
+    """One run of a trace file, read by offset (a ``runs.RunView``)."""
+
+    def __init__(self, source: _Source, index: TraceIndex, run: _RunIndex, number: int):
+        self._source = source
+        self._index = index
+        self._run = run
+        self.number = number
+        self._info: RunInfo | None = None
+        self._start_event: ev.RunStart | None = None
+        self._records: OrderedDict[int, StepRecord] = OrderedDict()
+        self._states: OrderedDict[int, RunState] = OrderedDict()
+        self._bad_checkpoints: set[int] = set()
+        self._milestones: dict[int, RunState] = {}
+        self._milestone_steps: list[int] = []
+        self._cache_lock = threading.Lock()
+
+    # -- header -----------------------------------------------------------------------
+    @property
+    def info(self) -> RunInfo:
+        if self._info is None:
+            start = self._run.start
+            event = None
+            if start is not None:
+                for line in self._source.lines(start, self._source.data_end, first_only=True):
+                    decoded = self._source.decode(line, 0)
+                    event = decoded if isinstance(decoded, ev.RunStart) else None
+                    break
+            self._start_event = event
+            self._info = RunInfo.from_event(event)
+        return self._info
+
+    @property
+    def title(self) -> str:
+        info = self.info
+        return info.name or info.task[:60] or f"run {self.number}"
+
+    # -- size -------------------------------------------------------------------------
+    @property
+    def step_count(self) -> int:
+        with self._index.lock:
+            return self._run.published
+
+    @property
+    def complete(self) -> bool:
+        with self._index.lock:
+            return self._run.end is not None
+
+    def wait_for(self, step: int, timeout: float | None = None) -> bool:
+        """Wait until step ``step`` is indexed (or the run is known to be shorter)."""
+        with self._index.lock:
+            return self._index.lock.wait_for(
+                lambda: self._run.published >= step or self._run.end is not None, timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every step of the run is indexed."""
+        with self._index.lock:
+            return self._index.lock.wait_for(lambda: self._run.end is not None, timeout)
+
+    @property
+    def end(self) -> ev.RunEnd | None:
+        if not self.complete:
+            return None
+        count = self.step_count
+        if count:
+            return self.record(count).end
+        for event in self._header_events():
+            if isinstance(event, ev.RunEnd):
+                return event
+        return None
+
+    def _header_events(self) -> list[ev.Event]:
+        run = self._run
+        if run.start is None:
+            return []
+        with self._index.lock:
+            stop = run.steps[0] if len(run.steps) else run.end
+        if stop is None:
+            return []
+        return self._source.decode_span(run.start, stop, 0)
+
+    # -- steps ------------------------------------------------------------------------
+    def _span(self, step: int) -> tuple[int, int]:
+        with self._index.lock:
+            run = self._run
+            count = run.published
+            if not isinstance(step, int) or not 1 <= step <= count:
+                more = "" if run.end is not None else " indexed so far"
+                raise IndexError(f"no step {step}: the run has {count} steps{more}")
+            start = run.steps[step - 1]
+            end = run.steps[step] if step < len(run.steps) else run.end
+        return start, end
+
+    def record(self, step: int) -> StepRecord:
+        with self._cache_lock:
+            cached = self._records.get(step)
+            if cached is not None:
+                self._records.move_to_end(step)
+                return cached
+        start, end = self._span(step)
+        record = StepRecord.from_events(step, self._source.decode_span(start, end, step))
+        with self._cache_lock:
+            self._records[step] = record
+            if len(self._records) > RECORD_CACHE:
+                self._records.popitem(last=False)
+        return record
+
+    def iter_records(self, start: int = 1) -> Iterator[StepRecord]:
+        """Every step from ``start``, waiting for the index as needed (for streaming output)."""
+        step = start
+        while True:
+            if step > self.step_count:
+                self.wait_for(step)
+                if step > self.step_count:
+                    return
+            yield self.record(step)
+            step += 1
+
+    # -- derived state ----------------------------------------------------------------
+    def state_at(self, step: int) -> RunState:
+        step = max(0, min(step, self.step_count))
+        with self._cache_lock:
+            cached = self._states.get(step)
+            if cached is not None:
+                self._states.move_to_end(step)
+                return cached
+        base_step, state = self._base_state(step)
+        for number in range(base_step + 1, step + 1):
+            state = state.advance(self.record(number))
+            self._keep_state(number, state)
+        return state
+
+    def _keep_state(self, step: int, state: RunState, milestone: bool = False) -> None:
+        with self._cache_lock:
+            self._states[step] = state
+            if len(self._states) > STATE_CACHE:
+                self._states.popitem(last=False)
+            # Every CHECKPOINT_EVERY steps a state is kept for good: a file without
+            # checkpoints gets the same cheap random access once it has been read through.
+            if (milestone or step % fmt.CHECKPOINT_EVERY == 0) and step not in self._milestones:
+                self._milestones[step] = state
+                bisect.insort(self._milestone_steps, step)
+
+    def _base_state(self, step: int) -> tuple[int, RunState]:
+        """The nearest known state at or before ``step``: a recent cached state, a kept
+        milestone, or a checkpoint from the file; the run's start when there is none."""
+        with self._cache_lock:
+            for number in range(step - 1, max(step - fmt.CHECKPOINT_EVERY, 0), -1):
+                if number in self._states:
+                    return number, self._states[number]
+            at = bisect.bisect_right(self._milestone_steps, step) - 1
+            best_step = self._milestone_steps[at] if at >= 0 else 0
+            best = self._milestones[best_step] if at >= 0 else None
+        with self._index.lock:
+            at = bisect.bisect_right(self._run.checkpoint_steps, step) - 1
+        while at >= 0:
+            with self._index.lock:
+                checkpoint_step = self._run.checkpoint_steps[at]
+                offset = self._run.checkpoint_offsets[at]
+            if checkpoint_step <= best_step:
+                break
+            if checkpoint_step > 0 and offset not in self._bad_checkpoints:
+                state = self._load_checkpoint(checkpoint_step, offset)
+                if state is not None:
+                    self._keep_state(checkpoint_step, state, milestone=True)
+                    return checkpoint_step, state
+            at -= 1
+        if best is not None:
+            return best_step, best
+        return 0, RunState.initial(self.info)
+
+    def _load_checkpoint(self, step: int, offset: int) -> RunState | None:
+        for line in self._source.lines(offset, self._source.data_end, first_only=True):
+            event = self._source.decode(line, step)
+            problem = None
+            if not isinstance(event, ev.Checkpoint):
+                problem = "checkpoint line could not be read"
+            else:
+                try:
+                    state = RunState.from_dict(event.state)
+                except ValueError as exc:
+                    problem = str(exc)
+                else:
+                    if event.step == step and state.step == step:
+                        return state
+                    problem = f"checkpoint says step {event.step}, but it follows step {step}"
+            self._bad_checkpoints.add(offset)
+            self._source.report(offset, f"{problem}; the state is rebuilt from the steps instead")
+            return None
+        return None
+
+    # -- events -----------------------------------------------------------------------
+    def iter_events(self) -> Iterator[ev.Event]:
+        """Every event of the run in order, read as it goes (checkpoints left out)."""
+        self.wait()
+        yield from self._header_events()
+        for step in range(1, self.step_count + 1):
+            start, end = self._span(step)
+            yield from self._source.decode_span(start, end, step)
+
+    def events(self) -> list[ev.Event]:
+        return list(self.iter_events())
+
+    def close(self) -> None:
+        with self._cache_lock:
+            self._records.clear()
+            self._states.clear()
+
+
+@dataclass
+class TraceDocument(Document):
+    """An opened trace: runs appear (and grow) while the background index runs."""
+
+    index: TraceIndex | None = field(default=None, repr=False)
+    source: _Source | None = field(default=None, repr=False)
+    problem_log: ProblemLog | None = field(default=None, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        return self.index is None or self.index.complete
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the whole file is indexed; False on timeout."""
+        return self.index is None or self.index.wait(timeout)
+
+    def subscribe(self, on_progress: Callable[[], None] | None = None,
+                  on_problem: Callable[[Problem], None] | None = None) -> None:
+        """Hear of new runs and steps (``on_progress()``, at most every 50 ms and once at the
+        end) and of each problem as it is found (``on_problem(problem)``). Both are called
+        from the thread that found them: a screen should hand them to its own thread."""
+        if on_progress is not None and self.index is not None:
+            self.index.subscribe(on_progress)
+        if on_problem is not None and self.problem_log is not None:
+            self.problem_log.listeners.append(on_problem)
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.stop()
+        super().close()
+        if self.source is not None and not self.source.closed:
+            self.source.closed = True
+            os.close(self.source.fd)
+
+    def __enter__(self) -> TraceDocument:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open_error(message: str) -> Exception:
+    from agentdbg.documents import OpenError
+
+    return OpenError(message)
+
+
+def _describe_unreadable(head: bytes) -> str:
+    sample = head[:8192]
+    if b"\0" in sample:
+        return "binary data, not an agentdbg trace (no header line)"
+    try:
+        sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(sample) - 4:
+            return "binary data, not an agentdbg trace (no header line)"
+    return ('not an agentdbg trace: line 1 should be the header '
+            '{"type":"header","format":"agentdbg-trace","version":1}')
+
+
+def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, background: bool = True) -> TraceDocument:
+    """Open a trace file. Returns at once, with the first screen's worth indexed; the rest
+    is indexed by a background thread (``background=False``: before returning)."""
+    name = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise _open_error(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise _open_error(f"{name}: is a directory, not a trace file") from None
+    except OSError as exc:
+        raise _open_error(f"{name}: cannot read: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _open_error(f"{name}: is a directory, not a trace file")
+        if not stat.S_ISREG(info.st_mode):
+            raise _open_error(f"{name}: not a regular file")
+        if info.st_size == 0:
+            raise _open_error(f"{name}: empty file, not an agentdbg trace")
+        head = os.pread(fd, SNIFF_BYTES, 0)
+        kind = _head_kind(head)
+        if kind is None:
+            raise _open_error(f"{name}: {_describe_unreadable(head)}")
+        document = TraceDocument(name, "trace")
+        log = ProblemLog(name, document.problems)
+        source = _Source(name, fd, info.st_size, max_line_bytes, log)
+        start = _read_header(source, head, kind)
+        _find_data_end(source)
+        index = TraceIndex(source, start, lambda run: document.runs.append(
+            TraceRun(source, index, run, len(document.runs) + 1)))
+        document.index, document.source, document.problem_log = index, source, log
+        index.scan_first()
+    except BaseException:
+        os.close(fd)
+        raise
+    if background:
+        index.start_thread()
+    else:
+        index.scan_all()
+    return document
+
+
+def _read_header(source: _Source, head: bytes, kind: str) -> int:
+    """Check the header line; returns where the events begin."""
+    offset = len(_BOM) if head.startswith(_BOM) else 0
+    if kind == "headerless":
+        source.problems.add(1, f"no header line: read as agentdbg trace events of format version {fmt.FORMAT_VERSION}")
+        return offset
+    newline = head.find(b"\n", offset)
+    if newline == -1:
+        if len(head) < source.size:
+            source.problems.add(1, f"the header line is longer than {_size_text(SNIFF_BYTES)}: not read")
+            position = len(head)
+            while True:  # find where it ends, a block at a time
+                block = source.pread(READ_BLOCK, position)
+                if not block:
+                    return source.size
+                found = block.find(b"\n")
+                if found != -1:
+                    return position + found + 1
+                position += len(block)
+        source.problems.add(1, "the header line is incomplete (the recording was cut off at its start)")
+        return source.size
+    try:
+        header = json.loads(head[offset:newline].decode("utf-8"))
+    except (ValueError, RecursionError):
+        source.problems.add(1, "the header line is not valid JSON; read as format version "
+                               f"{fmt.FORMAT_VERSION}")
+    else:
+        if isinstance(header, dict):
+            source._check_header(header, offset)
+    return newline + 1
+
+
+def _find_data_end(source: _Source) -> None:
+    """Leave a cut-off last line out of the index (it is reported once the index is done)."""
+    size = source.size
+    if source.pread(1, size - 1) == b"\n":
+        return
+    position = size
+    last_newline = -1
+    while position > 0 and last_newline == -1:
+        start = max(0, position - READ_BLOCK)
+        block = source.pread(position - start, start)
+        found = block.rfind(b"\n")
+        if found != -1:
+            last_newline = start + found
+        position = start
+        if size - position > source.max_line_bytes:
+            break
+    tail_start = last_newline + 1 if last_newline != -1 else 0
+    tail_length = size - tail_start
+    if tail_length <= source.max_line_bytes:
+        tail = source.pread(tail_length, tail_start)
+        try:
+            json.loads(tail.decode("utf-8"))
+            return  # a complete last event, only without its newline
+        except (ValueError, RecursionError):
+            pass
+    if last_newline == -1:
+        # No newline at all: everything is one cut-off line (the header check saw it).
+        source.data_end = size
+        return
+    source.data_end = tail_start
+    source.tail_problem = (tail_start, f"the last line is incomplete ({_size_text(tail_length)}, no end of line): "
+                                       "the recording was probably cut off; it is left out")

@@ -14,6 +14,7 @@ from agentdbg.engine import events as ev
 from agentdbg.plans import load_plan
 from agentdbg.runs import EventRun
 from agentdbg.state import StepRecord
+from agentdbg.trace import format as fmt
 
 
 def run_of(sample_plans, name: str) -> EventRun:
@@ -317,3 +318,89 @@ def test_reasons_on_odd_records_never_raise(record):
     breakpoints.add("filter", "~obs x | !~error & ~step >2")
     for reason in breakpoints.reasons(record) + breakpoints.register_hit(record):
         assert isinstance(reason, str) and "\n" not in reason
+
+
+# --- the byte test that lets a scan over a trace file skip decoding -------------------------
+
+def step_lines(events) -> bytes:
+    return "".join(fmt.event_line(event) for event in events).encode("utf-8")
+
+
+QUIET_STEP = [
+    ev.StepStart(step=7), ev.Thought(step=7, text='I "think" so: error, ~final, "type":"error"'),
+    ev.ActionTaken(step=7, tool="catalog", args={"title": "error"}, call="catalog[error]"),
+    ev.Observation(step=7, text="5"), ev.MemoryUpdate(step=7, added=["turn"], evicted=["old"]),
+    ev.GuardCounters(step=7, steps=[7, 10], repeats=[1, 2], errors=[0, None], tokens=[90, None], step_tokens=9),
+]
+
+
+def test_a_quiet_step_is_skipped_and_a_breakpoint_on_it_is_not():
+    data = step_lines(QUIET_STEP)
+    breakpoints = BreakpointSet()
+    assert breakpoints.skip_test()(7, data) is True
+    breakpoints.add("step", 7)
+    assert breakpoints.skip_test()(7, data) is False
+    assert breakpoints.skip_test()(8, data) is True
+    breakpoints.add("tool", "catalog")
+    assert breakpoints.skip_test()(8, data) is False
+    breakpoints.add("filter", "~step 100")
+    assert breakpoints.skip_test() is None  # a filter needs the decoded step
+    breakpoints.toggle(list(breakpoints)[-1])
+    assert breakpoints.skip_test() is not None
+
+
+@pytest.mark.parametrize("extra", [
+    ev.StepError(step=7, kind="timeout", message="slow"),
+    ev.ParseFailed(step=7, message="no action"),
+    ev.Observation(step=7, text="ERROR: x", error=True),
+    ev.Answered(step=7, answer="42"),
+    ev.GuardTripped(step=7, guard="max_steps", message="out of steps"),
+    ev.GuardCounters(step=7, repeats=[2, None]),
+    ev.GuardCounters(step=7, repeats=[12, None]),
+    ev.RunEnd(step=7, outcome="finished"),
+    ev.RawRecord(step=7, source="x", note="unknown"),
+])
+def test_a_step_that_may_stop_is_decoded(extra):
+    assert BreakpointSet().skip_test()(7, step_lines([*QUIET_STEP, extra])) is False
+
+
+def test_unusual_lines_are_decoded():
+    test = BreakpointSet().skip_test()
+    assert test(7, b'{"type": "observation", "step": 7, "text": "x", "error": true}\n') is False  # spaced JSON
+    assert test(7, b'{"type":"observation","step":7,"text":"x","type":"error","kind":"timeout"}\n') is False
+    assert test(7, b'not json at all\n') is False
+    assert test(7, b'{"type":"step","step":7}\r\n{"type":"thought","step":7,"text":"x"}\r\n') is True
+
+
+TOOLS = ["calc", "loans", "we/ird", "café", "a\"b"]
+step_events = st.lists(st.one_of(
+    st.builds(ev.Thought, step=st.just(3), text=st.text(max_size=15)),
+    st.builds(ev.ActionTaken, step=st.just(3), tool=st.sampled_from(TOOLS), args=st.text(max_size=8),
+              call=st.text(max_size=8)),
+    st.builds(ev.ParseFailed, step=st.just(3), message=st.text(max_size=8)),
+    st.builds(ev.StepError, step=st.just(3), kind=st.sampled_from(ev.ERROR_KINDS), message=st.text(max_size=8)),
+    st.builds(ev.Observation, step=st.just(3), text=st.text(max_size=15), error=st.booleans()),
+    st.builds(ev.Answered, step=st.just(3), answer=st.text(max_size=5)),
+    st.builds(ev.GuardCounters, step=st.just(3), repeats=st.lists(st.integers(0, 12), min_size=1, max_size=1)
+              .map(lambda r: [r[0], None])),
+    st.builds(ev.GuardTripped, step=st.just(3), guard=st.sampled_from(ev.GUARD_NAMES), message=st.text(max_size=5)),
+    st.builds(ev.MemoryUpdate, step=st.just(3), added=st.lists(st.text(max_size=5), max_size=2)),
+    st.builds(ev.RunEnd, step=st.just(3), outcome=st.sampled_from(["answered", "finished", "policy error"])),
+    st.builds(ev.RawRecord, step=st.just(3), source=st.text(max_size=5)),
+), max_size=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(step_events, st.dictionaries(st.sampled_from(list(AUTO_BREAKS)), st.booleans()),
+       st.lists(st.sampled_from(TOOLS), max_size=2), st.lists(st.integers(1, 5), max_size=2))
+def test_a_skipped_step_never_has_a_reason(events, auto, tools, steps):
+    breakpoints = BreakpointSet()
+    breakpoints.auto.update(auto)
+    for tool in tools:
+        breakpoints.add("tool", tool)
+    for step in steps:
+        breakpoints.add("step", step)
+    events = [ev.StepStart(step=3), *events]
+    record = StepRecord.from_events(3, events)
+    if breakpoints.skip_test()(3, step_lines(events)):
+        assert breakpoints.reasons(record) == []

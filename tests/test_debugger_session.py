@@ -13,6 +13,7 @@ from agentdbg.documents import plan_document
 from agentdbg.engine import events as ev
 from agentdbg.plans import load_plan
 from agentdbg.runs import EventRun
+from agentdbg.trace import format as fmt
 
 UNKNOWN_TOOL = "tool error: tool 'web_search' does not exist, available: ['calc', 'catalog', 'loans']"
 
@@ -334,3 +335,63 @@ def test_steps_indexed_during_a_continue_are_not_skipped():
     session = DebugSession(run)
     assert session.continue_forward() == Stop(50, [END_OF_INDEXED])
     assert session.continue_forward() == Stop(80, ["tool error: boom 80"])
+
+
+class FileLikeRun(EventRun):
+    """A run that, like a trace file, hands out each step's lines; counts the decodes."""
+
+    def __init__(self, events):
+        super().__init__(events)
+        self.lines: dict[int, bytes] = {}
+        for event in events:
+            if event.step > 0:
+                self.lines[event.step] = self.lines.get(event.step, b"") + fmt.event_line(event).encode("utf-8")
+        self.decoded: list[int] = []
+
+    def step_bytes(self, step: int) -> bytes:
+        return self.lines[step]
+
+    def record(self, step: int):
+        self.decoded.append(step)
+        return super().record(step)
+
+
+def test_a_scan_over_a_file_decodes_only_steps_that_may_stop():
+    run = FileLikeRun(synthetic_events(2_000, error_every=700))
+    session = DebugSession(run)
+    assert session.continue_forward() == Stop(700, ["tool error: boom 700"])
+    assert run.decoded == [700]
+    assert session.continue_forward() == Stop(1400, ["tool error: boom 1400"])
+    run.decoded.clear()
+    assert session.continue_back() == Stop(700, ["tool error: boom 700"])
+    assert run.decoded == [700]
+    session.breakpoints.add("tool", "calc")  # every step calls calc: all decoded
+    run.decoded.clear()
+    assert session.continue_forward() == Stop(701, ["breakpoint: tool calc"])
+    assert run.decoded == [701]
+
+
+def test_a_filter_breakpoint_makes_the_scan_decode_every_step():
+    run = FileLikeRun(synthetic_events(300, error_every=250))
+    breakpoints = BreakpointSet()
+    breakpoints.add("filter", "~obs ^200$")
+    session = DebugSession(run, breakpoints)
+    assert session.continue_forward() == Stop(199, ["breakpoint: ~obs ^200$"])
+    assert run.decoded == list(range(2, 200))
+
+
+@pytest.mark.parametrize("plan", ["library_hallucinating.toml", "library_stuck.toml", "bad_arguments.toml",
+                                  "tool_failures.toml", "library_runaway.toml", "population.toml"])
+def test_skipping_undecoded_steps_stops_at_the_same_places(sample_plans, plan):
+    events = load_plan(sample_plans / plan).run().events
+
+    def all_stops(run) -> list[Stop]:
+        session = DebugSession(run)
+        found = []
+        while (stop := session.continue_forward()).at_breakpoint:
+            found.append(stop)
+        while (stop := session.continue_back()).at_breakpoint:
+            found.append(stop)
+        return found
+
+    assert all_stops(FileLikeRun(events)) == all_stops(EventRun(events))

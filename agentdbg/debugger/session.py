@@ -12,6 +12,9 @@ Stepping semantics (see docs/debugger.md):
 * A file still being indexed (``run.complete`` is False, no ``advance``) may gain steps; a
   continue that reaches the last indexed step stops there with ``END_OF_INDEXED`` instead of
   waiting, so the user can continue again once more is read.
+* A file-backed run may offer ``step_bytes(step)`` (the step's lines as the trace holds
+  them, or None): a continue then skips decoding steps that ``BreakpointSet.skip_test``
+  shows cannot stop, which makes long scans an order of magnitude faster.
 * A continue moves the cursor only when it finishes: a cancelled continue returns None and
   leaves the cursor where it was (the scan runs off the UI thread; the cursor never jumps
   about under the screen). Hit counts it registered on the way stay counted.
@@ -147,6 +150,14 @@ class DebugSession:
 
     # --- continue --------------------------------------------------------------------
 
+    def _skipping(self) -> tuple[Callable[[int], bytes | None] | None, Callable[[int, bytes], bool] | None]:
+        """For a file-backed run that can hand out a step's raw lines (``step_bytes``), the
+        breakpoints' byte test: steps that cannot stop are passed without being decoded."""
+        step_bytes = getattr(self.run, "step_bytes", None)
+        if not callable(step_bytes):
+            return None, None
+        return step_bytes, self.breakpoints.skip_test()
+
     def continue_forward(self, cancel: threading.Event | None = None,
                          progress: Callable[[int], None] | None = None) -> Stop | None:
         """Run forward from the step after the cursor to the first step a breakpoint stops
@@ -155,6 +166,7 @@ class DebugSession:
         Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
+        step_bytes, cannot_stop = self._skipping()
         # An engine step costs far more than a look at the flag: a live run checks each step.
         check_every, report_every = (1, LIVE_PROGRESS_EVERY) if self.is_live else (CANCEL_EVERY, PROGRESS_EVERY)
         step = self.cursor + 1
@@ -166,6 +178,11 @@ class DebugSession:
                     progress(step)
             if step > run.step_count and not self._advance_live():
                 break
+            if cannot_stop is not None:
+                data = step_bytes(step)
+                if data is not None and cannot_stop(step, data):
+                    step += 1
+                    continue
             reasons = register(run.record(step))
             if reasons:
                 self.cursor = step
@@ -185,12 +202,17 @@ class DebugSession:
         (``START_OF_RUN``). Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
+        step_bytes, cannot_stop = self._skipping()
         for step in range(min(self.cursor, run.step_count + 1) - 1, 0, -1):
             if step % CANCEL_EVERY == 0:
                 if cancel is not None and cancel.is_set():
                     return None
                 if progress is not None and step % PROGRESS_EVERY == 0:
                     progress(step)
+            if cannot_stop is not None:
+                data = step_bytes(step)
+                if data is not None and cannot_stop(step, data):
+                    continue
             reasons = register(run.record(step))
             if reasons:
                 self.cursor = step

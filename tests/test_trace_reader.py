@@ -592,3 +592,18 @@ def test_any_sequence_of_lines_after_a_header_opens(tmp_path: Path, lines: list[
         _read_everything(document)
         for problem in document.problems:
             assert problem.path == str(path)
+
+
+@pytest.mark.parametrize("guards", [b'"steps":[1],"repeats":[1,2]', b'"steps":[2,6],"repeats":["x",null]',
+                                    b'"steps":[2,6],"repeats":[1,2,3]', b'"steps":[true,6],"repeats":[1,2]'])
+def test_malformed_guard_counters_are_kept_as_raw_records(hallucinating: Path, guards: bytes) -> None:
+    data = hallucinating.read_bytes()
+    hallucinating.write_bytes(data.replace(b'{"type":"guards","step":2,"steps":[2,6],"repeats":[1,2]',
+                                           b'{"type":"guards","step":2,' + guards + b',"x":[2,6]', 1))
+    with open_trace(hallucinating) as document:
+        document.wait(10)
+        run = document.runs[0]
+        assert run.record(2).guards is None and run.record(2).raw
+        assert run.state_at(5).answer == "2"
+        (problem,) = document.problems
+        assert problem.line == line_of(hallucinating, b'"x":[2,6]') and "pair" in problem.message

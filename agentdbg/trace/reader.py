@@ -262,10 +262,13 @@ class _Source:
             self._check_header(data, line.offset)
             return None
         try:
-            return ev.event_from_dict(data)
+            event = ev.event_from_dict(data)
+            if isinstance(event, ev.GuardCounters):
+                _check_pairs(event, "guards event")
         except ValueError as exc:
             self.report(line.offset, f"not a valid event: {exc}; kept as a raw record")
             return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
+        return event
 
     def _check_header(self, header: dict, offset: int) -> None:
         """A header (the first line, or one inside a file made by concatenating traces)."""
@@ -295,6 +298,16 @@ class _Source:
                                          f"(the line opening step {event.step} is missing or damaged)")
             events.append(event)
         return events
+
+
+def _check_pairs(holder: object, what: str) -> None:
+    """Guard counters are [value, limit] pairs of numbers (limit null when off); the
+    derived state indexes them, so a malformed pair is rejected where it is read."""
+    for name in ("steps", "repeats", "errors", "tokens"):
+        pair = getattr(holder, name)
+        if not (isinstance(pair, list) and len(pair) == 2 and all(
+                value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)) for value in pair)):
+            raise ValueError(f"{what}: {name!r} should be a [value, limit] pair of numbers, got {pair!r}")
 
 
 class _RunIndex:
@@ -662,6 +675,7 @@ class TraceRun:
             else:
                 try:
                     state = RunState.from_dict(event.state)
+                    _check_pairs(state, "checkpoint state")
                 except ValueError as exc:
                     problem = str(exc)
                 else:

@@ -607,3 +607,18 @@ def test_malformed_guard_counters_are_kept_as_raw_records(hallucinating: Path, g
         assert run.state_at(5).answer == "2"
         (problem,) = document.problems
         assert problem.line == line_of(hallucinating, b'"x":[2,6]') and "pair" in problem.message
+
+
+def test_step_bytes_are_the_steps_lines_as_written(hallucinating: Path) -> None:
+    data = hallucinating.read_bytes()
+    with open_trace(hallucinating) as document:
+        document.wait(10)
+        run = document.runs[0]
+        pieces = [run.step_bytes(step) for step in range(1, 6)]
+        assert pieces[0].startswith(b'{"type":"step","step":1}\n') and pieces[0].endswith(b"\n")
+        assert b"".join(pieces) == data[data.index(b'{"type":"step","step":1}'):]
+        with pytest.raises(IndexError):
+            run.step_bytes(6)
+    with open_trace(hallucinating, max_line_bytes=100) as document:
+        document.wait(10)
+        assert document.runs[0].step_bytes(1) is None  # too big for a byte test: decode it

@@ -602,6 +602,16 @@ class TraceRun:
                 self._records.popitem(last=False)
         return record
 
+    def step_bytes(self, step: int) -> bytes | None:
+        """Step ``step``'s lines exactly as the file holds them (checkpoint lines included),
+        for cheap byte-level tests that skip decoding; None when the step is larger than
+        one line may be (decode it with ``record`` instead). IndexError like ``record``."""
+        start, end = self._span(step)
+        end = min(end, self._source.data_end)
+        if end - start > self._source.max_line_bytes:
+            return None
+        return self._source.pread(end - start, start)
+
     def iter_records(self, start: int = 1) -> Iterator[StepRecord]:
         """Every step from ``start``, waiting for the index as needed (for streaming output)."""
         step = start

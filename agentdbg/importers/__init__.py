@@ -92,8 +92,8 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
     text, problems = decode(data, str(path))
     try:
         result = BY_NAME[name].convert(text, str(path))
-    except NotImportable:
-        raise
+    except NotImportable as exc:
+        raise NotImportable(f"{exc} (reading it as {name})") from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
     result.problems[:0] = problems

@@ -1,0 +1,68 @@
+"""Every import fixture opens in the debugger (pilot): step count, tools and outcome shown,
+the last step reachable, each run of a multi-run file selectable, nothing raw on screen."""
+
+from __future__ import annotations
+
+import pytest
+from test_import_support import all_fixtures, convert, fixture
+from test_tui_support import SIZE, pane_text, press, screen_text, settle
+
+from agentdbg import importers
+from agentdbg.documents import open_document
+from agentdbg.tui.app import DebuggerApp
+from agentdbg.tui.widgets.timeline import Timeline
+
+FORCED = {"transcript/edge_empty.txt": "transcript"}
+
+
+def _open(path):
+    forced = FORCED.get(f"{path.parent.name}/{path.name}")
+    return importers.open_import(path, format=forced) if forced else open_document(path)
+
+
+@pytest.mark.parametrize("path", all_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+async def test_fixture_opens_in_the_debugger(path):
+    _, _, runs = convert(path, FORCED.get(f"{path.parent.name}/{path.name}"))
+    document = _open(path)
+    app = DebuggerApp(document, save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for index, expected in enumerate(runs):
+            if index:
+                await press(pilot, "r", "down", "enter")  # the list opens on the current run
+            assert app.run_index == index
+            await press(pilot, "end")
+            count = expected.step_count
+            assert app.session.cursor == count
+            header = app.query_one("#header").text
+            assert f"step {count}/{count}" in header
+            assert f"outcome: {expected.end.outcome}" in header
+            if len(runs) > 1:
+                assert f"(run {index + 1}/{len(runs)})" in header
+            timeline = app.query_one(Timeline)
+            for step in range(1, count + 1):
+                assert timeline.row_text(step).strip()
+            tools = pane_text(app, "tools")
+            for record in expected.records:
+                if record.tool is not None:
+                    assert _visible(record.tool) in tools
+            assert "\x1b" not in screen_text(app)
+
+
+def _visible(name: str) -> str:
+    """A tool name as a pane shows it (control characters are stripped there)."""
+    return "".join(ch for ch in name if ch.isprintable())[:12]
+
+
+async def test_the_looping_react_run_shows_its_repeats_and_the_step_budget():
+    app = DebuggerApp(open_document(fixture("react-paper", "runs.log")), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "r", "down", "enter")
+        assert "question 40" in app.query_one("#header").text
+        await press(pilot, "end")
+        assert "budget exhausted" in app.query_one("#header").text
+        guards = pane_text(app, "guards")
+        assert "7/7" in guards
+        scratchpad = pane_text(app, "scratchpad")
+        assert "Invalid action: Finish[REFUTES]" in scratchpad

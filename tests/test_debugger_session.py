@@ -395,3 +395,24 @@ def test_skipping_undecoded_steps_stops_at_the_same_places(sample_plans, plan):
         return found
 
     assert all_stops(FileLikeRun(events)) == all_stops(EventRun(events))
+
+
+def test_a_trace_file_steps_and_stops_like_the_run_it_recorded(sample_plans, tmp_path):
+    reader = pytest.importorskip("agentdbg.trace.reader")
+    writer = pytest.importorskip("agentdbg.trace.writer")
+    if not hasattr(reader, "open_trace") or not hasattr(writer, "write_trace"):
+        pytest.skip("the trace reader or writer is not complete")
+    events = load_plan(sample_plans / "library_hallucinating.toml").run().events
+    path = tmp_path / "hallucinating.trace"
+    writer.write_trace(path, [events])
+    document = reader.open_trace(path, background=False)
+    try:
+        file_run, memory_run = document.runs[0], EventRun(events)
+        on_file, in_memory = DebugSession(file_run), DebugSession(memory_run)
+        for _ in range(3):
+            assert on_file.continue_forward() == in_memory.continue_forward()
+            assert on_file.state() == in_memory.state()
+        assert on_file.continue_back() == in_memory.continue_back() == Stop(1, [UNKNOWN_TOOL])
+        assert on_file.search("subtract") == 4
+    finally:
+        document.close()

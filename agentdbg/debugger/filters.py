@@ -438,9 +438,12 @@ class _Parser:
         self.pos = 0
         self.depth = 0
 
-    def error(self, message: str, pos: int | None = None) -> ValueError:
-        column = (self.pos if pos is None else pos) + 1
-        return ValueError(message.replace("{col}", f"column {column}"))
+    def column(self, pos: int | None = None) -> str:
+        """Where, for a message: "column N" (1-based; the current position by default)."""
+        return f"column {(self.pos if pos is None else pos) + 1}"
+
+    def error(self, message: str) -> ValueError:
+        return ValueError(message)
 
     def skip_space(self) -> None:
         text = self.text
@@ -458,7 +461,7 @@ class _Parser:
             raise self.error("empty filter: write e.g. ~error, ~tool calc or a word to look for")
         result = self.parse_or()
         if self.peek() == ")":
-            raise self.error("unexpected ) at {col}: no ( to close")
+            raise self.error(f"unexpected ) at {self.column()}: no ( to close")
         return result
 
     def parse_or(self) -> Filter:
@@ -467,7 +470,7 @@ class _Parser:
             at = self.pos
             self.pos += 1
             if self.peek() in ("", ")", "|", "&"):
-                raise self.error("| at {col} needs a filter after it", at)
+                raise self.error(f"| at {self.column(at)} needs a filter after it")
             parts.append(self.parse_and())
         return parts[0] if len(parts) == 1 else Or(parts)
 
@@ -479,7 +482,7 @@ class _Parser:
                 at = self.pos
                 self.pos += 1
                 if self.peek() in ("", ")", "|", "&"):
-                    raise self.error("& at {col} needs a filter after it", at)
+                    raise self.error(f"& at {self.column(at)} needs a filter after it")
             elif nxt in ("", ")", "|"):
                 break
             parts.append(self.parse_not())
@@ -492,7 +495,7 @@ class _Parser:
             self.pos += 1
             negations += 1
             if self.peek() in ("", ")", "|", "&"):
-                raise self.error("! at {col} needs a filter after it", at)
+                raise self.error(f"! at {self.column(at)} needs a filter after it")
         result = self.parse_atom()
         for _ in range(negations % 2):
             result = Not(result)
@@ -504,31 +507,31 @@ class _Parser:
         if ch == "(":
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                raise self.error(f"too many nested parentheses at {{col}} (at most {MAX_DEPTH})")
+                raise self.error(f"too many nested parentheses at {self.column()} (at most {MAX_DEPTH})")
             self.pos += 1
             if self.peek() == ")":
-                raise self.error("empty parentheses at {col}", start)
+                raise self.error(f"empty parentheses at {self.column(start)}")
             if self.peek() == "":
-                raise self.error("( at {col} needs a filter and a closing )", start)
+                raise self.error(f"( at {self.column(start)} needs a filter and a closing )")
             inner = self.parse_or()
             if self.peek() != ")":
-                raise self.error(f"missing ) at {{col}} (to close the ( at column {start + 1})")
+                raise self.error(f"missing ) at {self.column()} (to close the ( at column {start + 1})")
             self.pos += 1
             self.depth -= 1
             return inner
         if ch == "":
-            raise self.error("a filter is missing at {col}")
+            raise self.error(f"a filter is missing at {self.column()}")
         if ch in ("&", "|"):
-            raise self.error(f"{ch} at {{col}} needs a filter before it")
+            raise self.error(f"{ch} at {self.column()} needs a filter before it")
         if ch == ")":
-            raise self.error("unexpected ) at {col}")
+            raise self.error(f"unexpected ) at {self.column()}")
         if ch == "~":
             return self.parse_code()
         text = self.read_quoted() if ch in ('"', "'") else self.read_word()
         try:
             return FText(text)
         except ValueError as exc:
-            raise self.error(f"invalid regex {text!r} at {{col}}: {exc}", start) from None
+            raise self.error(f"invalid regex {text!r} at {self.column(start)}: {exc}") from None
 
     def parse_code(self) -> Filter:
         start = self.pos
@@ -536,10 +539,10 @@ class _Parser:
         code = match.group(0)
         self.pos = match.end()
         if code == "~":
-            raise self.error("~ at {col} needs a filter name, e.g. ~error; known: " + _known(), start)
+            raise self.error(f"~ at {self.column(start)} needs a filter name, e.g. ~error; known: {_known()}")
         cls = FILTERS.get(code)
         if cls is None:
-            raise self.error(f"{code}: unknown filter at {{col}}; known: {_known()}", start)
+            raise self.error(f"{code}: unknown filter at {self.column(start)}; known: {_known()}")
         if not cls.arg:
             return cls()
         self.skip_space()
@@ -552,19 +555,19 @@ class _Parser:
         except ValueError as exc:
             message = str(exc)
             if issubclass(cls, _Regex) or (cls is FTool and argument.startswith("/")):
-                message = f"{code}: invalid regex {argument!r} at {{col}}: {message}"
+                message = f"{code}: invalid regex {argument!r} at {self.column(arg_start)}: {message}"
             elif issubclass(cls, _Compare):
-                message = f"{message} at {{col}}"
+                message = f"{message} at {self.column(arg_start)}"
             else:
-                message = f"{code}: {message} (at {{col}})"
-            raise self.error(message, arg_start) from None
+                message = f"{code}: {message} (at {self.column(arg_start)})"
+            raise self.error(message) from None
 
     def read_argument(self, cls: type[Filter], code_start: int) -> str:
         ch = self.peek()
         if ch in ("", ")", "|", "&") or ch == "~":
             what = cls.needs or {"REGEX": "a regex", "CMP": "a comparison like >10 or 5..9"}.get(
                 cls.arg, "an argument")
-            raise self.error(f"{cls.code} needs {what} at {{col}}", code_start)
+            raise self.error(f"{cls.code} needs {what} at {self.column(code_start)}")
         if ch in ('"', "'"):
             return self.read_quoted()
         # An unquoted argument runs to whitespace; a ")" it did not open ends it (and a group).
@@ -609,7 +612,7 @@ class _Parser:
                 return "".join(out)
             out.append(c)
             pos += 1
-        raise self.error(f"unterminated {quote} starting at {{col}}", start)
+        raise self.error(f"unterminated {quote} starting at {self.column(start)}")
 
 
 def _known() -> str:

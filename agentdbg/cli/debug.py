@@ -10,30 +10,44 @@ import argparse
 import sys
 
 
-def run(args: argparse.Namespace) -> int:
+def build_app(args: argparse.Namespace):
+    """The app to run, or an exit code (with a message on stderr) for unusable arguments."""
     from agentdbg.tui.app import DebuggerApp
     from agentdbg.tui.opening import open_demo, open_for_app
 
-    if args.run is not None and args.run < 1:
-        print(f"agentdbg: --run must be 1 or more, got {args.run}", file=sys.stderr)
+    run_number = getattr(args, "run", None)
+    run_number = 1 if run_number is None else run_number
+    if run_number < 1:
+        print(f"agentdbg: --run must be 1 or more, got {run_number}", file=sys.stderr)
         return 2
-    error = ""
-    document = None
-    if args.file:
-        document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code)
-    else:
+    if not args.file:
         if args.format:
             print("agentdbg: --format needs a FILE", file=sys.stderr)
             return 2
-        document = open_demo()
-    run_index = (args.run or 1) - 1
-    if document is not None and document.runs and document.runs[-1:] and run_index >= len(document.runs) \
-            and all(getattr(run, "complete", True) for run in document.runs):
+        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False)
+    if args.format and args.format not in ("plan", "trace"):
+        from agentdbg import importers
+
+        if args.format not in importers.BY_NAME:
+            names = ", ".join(["plan", "trace", *importers.BY_NAME])
+            print(f"agentdbg: unknown --format {args.format!r}; formats: {names}", file=sys.stderr)
+            return 2
+    document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code)
+    # A file still being indexed may find more runs; a plan or a read file will not.
+    growing = document is not None and any(
+        not run.complete and not callable(getattr(run, "advance", None)) for run in document.runs)
+    if document is not None and document.runs and not growing and run_number > len(document.runs):
         count = len(document.runs)
-        print(f"agentdbg: --run {args.run}: {args.file} holds {count} run{'s' if count != 1 else ''}",
+        print(f"agentdbg: --run {run_number}: {args.file} holds {count} run{'s' if count != 1 else ''}",
               file=sys.stderr)
         document.close()
         return 2
-    app = DebuggerApp(document, run_index=run_index, error=error or None)
+    return DebuggerApp(document, run_index=run_number - 1, error=error or None)
+
+
+def run(args: argparse.Namespace) -> int:
+    app = build_app(args)
+    if isinstance(app, int):
+        return app
     app.run()
     return 0

@@ -622,3 +622,20 @@ def test_step_bytes_are_the_steps_lines_as_written(hallucinating: Path) -> None:
     with open_trace(hallucinating, max_line_bytes=100) as document:
         document.wait(10)
         assert document.runs[0].step_bytes(1) is None  # too big for a byte test: decode it
+
+
+@pytest.mark.parametrize("bad", [b'"tool_calls":{"calc":["x",0]}', b'"tool_calls":{"calc":[1]}', b'"trips":[[1]]'])
+def test_a_checkpoint_with_malformed_counts_is_not_trusted(tmp_path: Path, bad: bytes) -> None:
+    events = list(synthetic_run(300, seed=8))
+    path = record(tmp_path / "ckpt.jsonl", events, checkpoint_every=100)
+    data = path.read_bytes()
+    start = data.index(b'{"type":"checkpoint","step":200,')
+    end = data.index(b"\n", start)
+    line = json.loads(data[start:end])
+    key = bad.split(b'"')[1].decode()
+    line["state"][key] = json.loads(b"{" + bad + b"}")[key]
+    path.write_bytes(data[:start] + json.dumps(line, separators=(",", ":")).encode() + data[end:])
+    with open_trace(path) as document:
+        document.wait(10)
+        assert document.runs[0].state_at(250) == group_run(events).state_at(250)
+        assert any("checkpoint" in p.message for p in document.problems)

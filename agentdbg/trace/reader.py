@@ -310,6 +310,14 @@ def _check_pairs(holder: object, what: str) -> None:
             raise ValueError(f"{what}: {name!r} should be a [value, limit] pair of numbers, got {pair!r}")
 
 
+def _check_tool_calls(state: RunState) -> None:
+    for name, calls in state.tool_calls.items():
+        if not (len(calls) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in calls)):
+            raise ValueError(f"checkpoint state: tool {name!r} should count [calls, failures], got {calls!r}")
+    if not all(isinstance(trip, tuple) and len(trip) == 3 for trip in state.trips):
+        raise ValueError("checkpoint state: each guard trip should be [step, guard, message]")
+
+
 class _RunIndex:
     """Byte offsets of one run: its run_start line, its steps, its checkpoints."""
 
@@ -686,6 +694,7 @@ class TraceRun:
                 try:
                     state = RunState.from_dict(event.state)
                     _check_pairs(state, "checkpoint state")
+                    _check_tool_calls(state)
                 except ValueError as exc:
                     problem = str(exc)
                 else:

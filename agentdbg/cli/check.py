@@ -1,0 +1,213 @@
+"""``agentdbg check FILE --fail-on error,repeat,budget``: a gate for CI.
+
+Exit 0 when none of the named conditions occurs in any run, 1 when one does (each
+occurrence is listed with its run and step), 2 when the input or the arguments cannot be
+used. Pin the plan, assert the trace: ``agentdbg check plan.toml --fail-on error,repeat``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+
+from agentdbg.cli import render
+from agentdbg.state import StepRecord
+from agentdbg.text import one_line
+
+DEFAULT_FAIL_ON = "error,repeat,budget"
+BUDGET_OUTCOMES = {"budget exhausted", "action repeated", "error budget exhausted", "token budget exhausted"}
+
+
+@dataclass(frozen=True)
+class Condition:
+    help: str
+    step: Callable[[StepRecord], str | None] | None = None  # a step's occurrence, described
+    run: Callable[[Any, Any], str | None] | None = None  # (run, document) -> the run's occurrence
+
+
+def _error(record: StepRecord) -> str | None:
+    if record.parse_error is not None:
+        return f"parse error: {record.parse_error}"
+    if record.error_kind is not None:
+        return f"{record.error_kind}: {record.error}"
+    if record.observation_error:
+        return f"error observation: {record.observation}"
+    return None
+
+
+def _parse(record: StepRecord) -> str | None:
+    return None if record.parse_error is None else f"parse error: {record.parse_error}"
+
+
+def _repeat(record: StepRecord) -> str | None:
+    if record.tripped is not None and record.tripped.guard == "repetition":
+        return f"repetition guard: {record.tripped.message}"
+    if record.is_repeat:
+        count = record.guards.repeats[0] if record.guards is not None else "?"
+        return f"{record.call or record.tool} proposed again ({count} times)"
+    return None
+
+
+def _budget(record: StepRecord) -> str | None:
+    if record.tripped is not None:
+        return f"{record.tripped.guard} guard: {record.tripped.message}"
+    if record.end is not None and record.end.outcome in BUDGET_OUTCOMES:
+        return f"run ended: {record.end.outcome}"
+    return None
+
+
+def _tokens(record: StepRecord) -> str | None:
+    if record.tripped is not None and record.tripped.guard == "token_budget":
+        return f"token budget: {record.tripped.message}"
+    return None
+
+
+def _final_missing(run: Any, document: Any) -> str | None:
+    end = run.end
+    if end is None:
+        return "the run has no end, so no final answer"
+    if end.answer is None:
+        return f"no final answer (outcome: {end.outcome})"
+    return None
+
+
+def _incomplete(run: Any, document: Any) -> str | None:
+    return None if run.end is not None else f"the run has no end after {render.plural(run.step_count, 'step')} (recording cut off?)"
+
+
+CONDITIONS: dict[str, Condition] = {
+    "error": Condition("a step failed: a tool error, a policy error or an unreadable output", step=_error),
+    "parse": Condition("the policy's output could not be read as an action or an answer", step=_parse),
+    "repeat": Condition("an action repeated an earlier one, or the repetition guard stopped the run", step=_repeat),
+    "budget": Condition("a guard stopped the run (steps, repetition, errors or tokens)", step=_budget),
+    "tokens": Condition("the token budget was exhausted", step=_tokens),
+    "final-missing": Condition("the run ended without a final answer (or did not end)", run=_final_missing),
+    "incomplete": Condition("the run has no end (the recording was cut off)", run=_incomplete),
+    "damaged": Condition("the file has damaged lines (each is reported by line)"),
+}
+
+
+def _conditions_help() -> str:
+    return "; ".join(f"{name}: {c.help}" for name, c in CONDITIONS.items())
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    render.add_input_arguments(parser)
+    parser.add_argument("--fail-on", default=DEFAULT_FAIL_ON, metavar="LIST",
+                        help=f"comma-separated conditions that fail the check (default {DEFAULT_FAIL_ON}). {_conditions_help()}")
+    parser.add_argument("--max-report", type=int, default=10, metavar="N",
+                        help="list at most N occurrences of each condition per run (all are counted; default 10)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def parse_fail_on(text: str) -> list[str]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CONDITIONS]
+    if unknown or not names:
+        what = f"unknown condition {', '.join(repr(n) for n in unknown)}" if unknown else "no condition given"
+        raise render.InputError(f"--fail-on: {what}; valid conditions: {', '.join(CONDITIONS)}")
+    return list(dict.fromkeys(names))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        names = parse_fail_on(args.fail_on)
+    except render.InputError as exc:
+        return render.fail("check", str(exc))
+    try:
+        document = render.open_input(args)
+    except render.InputError as exc:
+        return render.fail("check", str(exc))
+    try:
+        result = _check(document, names, args)
+    except render.InputError as exc:
+        return render.fail("check", str(exc))
+    finally:
+        document.close()
+    if args.json:
+        print(render.dumps(result))
+    else:
+        _print(result, names)
+        render.print_problems(document, "check")
+    return 0 if result["ok"] else 1
+
+
+def _check(document: Any, names: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    step_checks = [(name, CONDITIONS[name].step) for name in names if CONDITIONS[name].step]
+    run_checks = [(name, CONDITIONS[name].run) for name in names if CONDITIONS[name].run]
+    limit = max(args.max_report, 0)
+    runs = []
+    for number, run in render.iter_runs(document, args.run):
+        counts = dict.fromkeys(names, 0)
+        listed: list[dict[str, Any]] = []
+        for record in render.iter_records(run):
+            for name, test in step_checks:
+                found = test(record)
+                if found:
+                    counts[name] += 1
+                    if counts[name] <= limit:
+                        listed.append({"condition": name, "step": record.step, "message": one_line(found, 300)})
+        for name, test in run_checks:
+            found = test(run, document)
+            if found:
+                counts[name] += 1
+                listed.append({"condition": name, "step": None, "message": one_line(found, 300)})
+        runs.append({"run": number, "name": render.run_title(run, number), "steps": run.step_count,
+                     "outcome": render.run_outcome(run), "counts": {k: v for k, v in counts.items() if v},
+                     "failures": listed})
+    render.wait_for_index(document)
+    damaged = [str(p) for p in document.problems]
+    failed = {name for r in runs for name in r["counts"]}
+    if "damaged" in names and damaged:
+        failed.add("damaged")
+    return {"path": document.path, "kind": document.kind, "fail_on": names, "ok": not failed,
+            "failed": [name for name in names if name in failed], "runs": runs, "problems": damaged}
+
+
+def _print(result: dict[str, Any], names: list[str]) -> None:
+    console = render.make_console()
+    runs = result["runs"]
+    several = len(runs) > 1
+    for entry in runs:
+        if not entry["failures"]:
+            continue
+        title = Text()
+        title.append(f"run {entry['run']}" if several else "run", style="bold")
+        title.append(" · ")
+        title.append(entry["name"], style="bold magenta")
+        title.append(f"  ({render.plural(entry['steps'], 'step')}, {entry['outcome']})", style="dim")
+        console.print(title, soft_wrap=True)
+        rows = []
+        for failure in entry["failures"]:
+            where = f"step {failure['step']}" if failure["step"] is not None else "run"
+            rows.append((where, failure["condition"], failure["message"]))
+        for name, count in entry["counts"].items():
+            shown = sum(1 for f in entry["failures"] if f["condition"] == name)
+            if count > shown:
+                rows.append(("", name, f"... and {count - shown:,} more"))
+        console.print(render.rows_text(rows, console.width, number_width=9, label_width=13), end="", soft_wrap=True)
+    steps = sum(entry["steps"] for entry in runs)
+    scope = f"{render.plural(len(runs), 'run')}, {render.plural(steps, 'step')}"
+    if result["ok"]:
+        line = Text("ok", style="bold green")
+        line.append(f": no {_either(names)} in {scope}")
+    else:
+        occurrences = sum(sum(entry["counts"].values()) for entry in runs)
+        line = Text("FAIL", style="bold red")
+        detail = f"{render.plural(occurrences, 'occurrence')} in {scope}" if occurrences else scope
+        if "damaged" in result["failed"]:
+            detail += f"; {render.plural(len(result['problems']), 'damaged line')}"
+        line.append(f": {', '.join(result['failed'])} ({detail})")
+    console.print(line, soft_wrap=True)
+    sys.stdout.flush()
+
+
+def _either(names: list[str]) -> str:
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + " or " + names[-1]

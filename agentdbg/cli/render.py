@@ -1,0 +1,399 @@
+"""What the headless commands share: opening input, walking runs as they are indexed,
+rendering steps and states with rich (as plain ``Text``, never markup), and JSON shapes.
+
+Every string from a run is untrusted: it goes through ``agentdbg.text.sanitize`` and into
+``rich.text.Text`` objects, so neither markup nor terminal control sequences in a trace can
+reach the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.text import Text
+
+from agentdbg.engine import events as ev
+from agentdbg.runs import Document
+from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.text import one_line, sanitize
+
+MAX_PROBLEMS_SHOWN = 20
+LABEL_STYLES = {
+    "Thought": "italic",
+    "Action": "bold cyan",
+    "Output": "magenta",
+    "Final Answer": "bold green",
+    "Observation": "green",
+    "Error": "bold red",
+    "Raw": "magenta",
+    "Guard": "bold yellow",
+}
+MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
+                 "repeat": "bold yellow", "raw": "magenta"}
+
+
+class InputError(Exception):
+    """The input or an argument cannot be used: the command exits with 2."""
+
+
+# -- arguments and input ------------------------------------------------------------------
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a trace (.jsonl), a plan (.toml, run headless) or a run saved by another agent stack")
+    parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")
+    parser.add_argument("--format", metavar="NAME", help="read FILE as this format instead of detecting it (plan, trace, or an importer's name)")
+    parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+
+
+def open_input(args: argparse.Namespace) -> Document:
+    from agentdbg.documents import open_document
+
+    try:
+        return open_document(args.file, format=args.format, allow_code=args.allow_code, live=False)
+    except ModuleNotFoundError as exc:  # no importers in this installation
+        if exc.name and exc.name.startswith("agentdbg.importers"):
+            raise InputError(f"{args.file}: not an agentdbg trace or plan") from None
+        raise
+    except (ValueError, OSError) as exc:  # OpenError, PlanError, an importer's NotImportable
+        raise InputError(str(exc)) from None
+
+
+def wait_for_index(document: Document) -> None:
+    waiter = getattr(document, "wait", None)
+    if callable(waiter):
+        waiter()
+
+
+def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, run) for each run, as soon as the index has found it; ``only`` picks one."""
+    if only is not None:
+        if only < 1:
+            raise InputError(f"--run {only}: runs are numbered from 1")
+        waiter = getattr(document, "wait", None)
+        while len(document.runs) < only and callable(waiter) and not getattr(document, "complete", True):
+            waiter(0.05)
+        if len(document.runs) < only:
+            raise InputError(f"--run {only}: {document.path} has {plural(len(document.runs), 'run')}")
+        yield only, document.runs[only - 1]
+        return
+    number = 0
+    while True:
+        if number < len(document.runs):
+            number += 1
+            yield number, document.runs[number - 1]
+        elif getattr(document, "complete", True):
+            if number >= len(document.runs):
+                return
+        else:
+            document.wait(0.05)
+
+
+def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[StepRecord]:
+    """Steps ``start``..``stop`` in order, waiting for a file's index where needed."""
+    step = start
+    while stop is None or step <= stop:
+        if step > run.step_count:
+            waiter = getattr(run, "wait_for", None)
+            if callable(waiter):
+                waiter(step)
+            if step > run.step_count:
+                return
+        yield run.record(step)
+        step += 1
+
+
+def wait_for_step(run: Any, step: int) -> None:
+    waiter = getattr(run, "wait_for", None)
+    if callable(waiter):
+        waiter(step)
+
+
+def run_outcome(run: Any, state: RunState | None = None) -> str:
+    end = run.end
+    if end is not None:
+        return end.outcome
+    if state is not None and state.outcome:
+        return state.outcome
+    return "incomplete" if run.complete else "running"
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def make_console(file: TextIO | None = None) -> Console:
+    # Nothing from a run is ever interpreted: markup, emoji codes and highlighting are off.
+    return Console(file=file or sys.stdout, highlight=False, markup=False, emoji=False)
+
+
+def print_problems(document: Document, command: str, file: TextIO | None = None) -> None:
+    out = file or sys.stderr
+    problems = list(document.problems)
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"agentdbg {command}: warning: {one_line(str(problem), 500)}", file=out)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        print(f"agentdbg {command}: warning: {len(problems) - MAX_PROBLEMS_SHOWN} more problems in {document.path}", file=out)
+
+
+def fail(command: str, message: str) -> int:
+    print(f"agentdbg {command}: error: {one_line(message, 2000)}", file=sys.stderr)
+    return 2
+
+
+# -- JSON shapes ----------------------------------------------------------------------------
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(ev.jsonable(data), ensure_ascii=False)
+
+
+def info_dict(info: RunInfo) -> dict[str, Any]:
+    return {"name": info.name, "task": info.task, "policy": info.policy, "source": info.source,
+            "tools": [spec.get("name") if isinstance(spec, dict) else spec for spec in info.tools],
+            "guards": info.guards, "memory": info.memory}
+
+
+def record_dict(record: StepRecord) -> dict[str, Any]:
+    guards = record.guards
+    return {
+        "step": record.step,
+        "marker": record.marker() or None,
+        "thought": record.thought or None,
+        "tool": record.tool,
+        "args": record.args,
+        "call": record.call or None,
+        "parse_error": record.parse_error,
+        "output": record.output or None,
+        "error_kind": record.error_kind,
+        "error": record.error,
+        "observation": record.observation,
+        "observation_error": record.observation_error,
+        "answer": record.answer,
+        "guards": None if guards is None else {
+            "steps": guards.steps, "repeats": guards.repeats, "errors": guards.errors,
+            "tokens": guards.tokens, "step_tokens": guards.step_tokens},
+        "tripped": None if record.tripped is None else {"guard": record.tripped.guard, "message": record.tripped.message},
+        "recalled": list(record.recalled),
+        "memory": None if record.memory is None else record.memory.to_dict(),
+        "raw": [event.to_dict() for event in record.raw],
+        "end": None if record.end is None else record.end.to_dict(),
+    }
+
+
+# -- human output ---------------------------------------------------------------------------
+
+
+def _clean(text: Any) -> str:
+    return sanitize(text if isinstance(text, str) else json.dumps(ev.jsonable(text), ensure_ascii=False))
+
+
+def _pair(pair: Any, off: str = "") -> str:
+    if isinstance(pair, list) and len(pair) == 2:
+        value, limit = pair
+        return f"{value}/{limit}" if limit is not None else f"{value}{off}"
+    return _clean(pair)
+
+
+def guards_text(info: RunInfo) -> str:
+    guards = info.guards or {}
+    parts = []
+    if guards.get("max_steps") is not None:
+        parts.append(f"max {guards['max_steps']} steps")
+    repeat = guards.get("repeat")
+    if isinstance(repeat, dict):
+        parts.append(f"repeat brake {repeat.get('mode')} ×{repeat.get('threshold')}")
+    if guards.get("max_consecutive_errors") is not None:
+        parts.append(f"{guards['max_consecutive_errors']} errors in a row")
+    if guards.get("token_budget") is not None:
+        parts.append(f"{guards['token_budget']:,} tokens" if isinstance(guards["token_budget"], int) else "")
+    return " · ".join(_clean(p) for p in parts if p) or "none"
+
+
+def rows_text(rows: list[tuple[str, str, str | Text]], width: int, number_width: int = 4,
+              label_width: int = 12) -> Text:
+    """Rows of (number, label, value) with the value wrapped under itself (a hanging
+    indent), and no trailing spaces: readable in a terminal, a CI log or a file."""
+    indent = (number_width + 1 if number_width else 0) + label_width + 1
+    wrap_width = max(width - indent, 20)
+    out = Text()
+    console = Console(width=wrap_width, highlight=False, markup=False, emoji=False)
+    for number, label, value in rows:
+        text = value if isinstance(value, Text) else Text(value)
+        lines = text.wrap(console, wrap_width, overflow="fold") if text.plain else [Text("")]
+        for index, line in enumerate(lines):
+            if index == 0:
+                if number_width:
+                    out.append(number.rjust(number_width), style="bold")
+                    out.append(" ")
+                label_text = label.ljust(label_width) if line.plain else label
+                out.append(label_text, style=LABEL_STYLES.get(label.strip(), "dim"))
+                if line.plain:
+                    out.append(" ")
+            else:
+                out.append(" " * indent)
+            line.rstrip()
+            out.append_text(line)
+            out.append("\n")
+    return out
+
+
+def run_header(run: Any, number: int, total: int | None, path: str, width: int) -> Text:
+    info: RunInfo = run.info
+    title = Text()
+    count = f" of {total}" if total else ""
+    title.append(f"run {number}{count}", style="bold")
+    title.append(" · ")
+    title.append(run_title(run, number), style="bold magenta")
+    title.append(f"  ({sanitize(path)})", style="dim")
+    rows = []
+    if info.task:
+        rows.append(("", "task", _clean(info.task)))
+    tools = sorted(info.tool_names() - {""})
+    rows.append(("", "tools", _clean(", ".join(tools)) or "none"))
+    rows.append(("", "guards", guards_text(info)))
+    if info.policy:
+        rows.append(("", "policy", _clean(info.policy)))
+    out = Text("\n")
+    out.append_text(title)
+    out.append("\n")
+    out.append_text(rows_text(rows, width, number_width=0, label_width=7))
+    out.append("\n")
+    return out
+
+
+def run_title(run: Any, number: int) -> str:
+    info = run.info
+    return one_line(info.name or info.task, 60) or f"run {number}"
+
+
+def step_block(record: StepRecord, width: int) -> Text:
+    """One step: number, the scratchpad lines, memory changes, the guard counters and a
+    marker (final, tripped, error, repeat)."""
+    rows: list[tuple[str, str, str | Text]] = []
+    for label, text in record.transcript():
+        if label == "Observation" and record.error is not None and record.error not in (text or ""):
+            rows.append(("", "Error", f"{record.error_kind}: {_clean(record.error)}"))
+        rows.append(("", label, _clean(text)))
+    if record.parse_error is not None:
+        rows.insert(0, ("", "Error", f"parse error: {_clean(record.parse_error)}"))
+    if not rows:
+        rows.append(("", "(no events)", ""))
+    memory = memory_line(record)
+    if memory:
+        rows.append(("", "memory", Text(memory, style="dim")))
+    counters = Text(counters_line(record), style="dim")
+    marker = record.marker()
+    if marker:
+        if counters.plain:
+            counters.append("  ")
+        counters.append(f" {marker} ", style=MARKER_STYLES.get(marker, ""))
+    if counters.plain:
+        rows.append(("", "guards", counters))
+    first = rows[0]
+    rows[0] = (str(record.step), first[1], first[2])
+    return rows_text(rows, width)
+
+
+def counters_line(record: StepRecord) -> str:
+    guards = record.guards
+    if guards is None:
+        return ""
+    parts = [f"step {_pair(guards.steps)}", f"repeats {_pair(guards.repeats)}", f"errors {_pair(guards.errors)}"]
+    tokens = f"tokens {_pair(guards.tokens)}"
+    if guards.step_tokens:
+        tokens += f" (+{guards.step_tokens})"
+    parts.append(tokens)
+    return " · ".join(parts)
+
+
+def memory_line(record: StepRecord) -> str:
+    parts = []
+    if record.recalled:
+        best = record.recalled[0]
+        score = best.get("score") if isinstance(best, dict) else None
+        parts.append(f"recalled {len(record.recalled)}" + (f" (best {score:.2f})" if isinstance(score, (int, float)) else ""))
+    update = record.memory
+    if update is not None:
+        if update.added:
+            parts.append(f"+{plural(len(update.added), 'turn')}")
+        if update.evicted:
+            parts.append(f"{len(update.evicted)} evicted")
+        if update.summary is not None:
+            parts.append("summary updated")
+        if update.stored:
+            parts.append(f"{len(update.stored)} stored")
+    return " · ".join(parts)
+
+
+def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
+    """The run's last line: how it ended, after how many steps, with what answer."""
+    end = run.end
+    value = Text()
+    outcome = run_outcome(run, state)
+    style = "bold green" if outcome == "answered" else "bold red" if outcome in ("incomplete", "running") else "bold yellow"
+    value.append(sanitize(outcome), style=style)
+    if end is not None:
+        value.append(f" after {plural(end.steps, 'step')}")
+        if end.answer is not None:
+            value.append(": ")
+            value.append(_clean(end.answer), style="bold")
+        elif end.message:
+            value.append(": ")
+            value.append(_clean(end.message))
+    elif outcome == "incomplete":
+        value.append(f" after {plural(run.step_count, 'step')} (the run has no end: recording cut off?)")
+    return rows_text([("", "outcome", value)], width, number_width=0, label_width=8)
+
+
+def state_block(state: RunState, info: RunInfo, width: int) -> Text:
+    """Everything derived at a step: guard counters, tools, errors, trips, memory tiers."""
+    rows: list[tuple[str, str, str | Text]] = [
+        ("", "steps", _pair(state.steps)),
+        ("", "repeats", _pair(state.repeats, " (brake off)")),
+        ("", "errors in a row", _pair(state.errors, " (no limit)")),
+        ("", "tokens", f"{_pair(state.tokens, ' (no budget)')}, this step {state.step_tokens}"),
+    ]
+    tools = ", ".join(
+        f"{name} {calls[0]}" + (f" ({calls[1]} failed)" if len(calls) > 1 and calls[1] else "")
+        for name, calls in state.tool_calls.items())
+    rows.append(("", "tool calls", _clean(tools) or "none yet"))
+    rows.append(("", "error steps", f"{state.error_count} ({plural(state.parse_errors, 'parse error')})"))
+    rows.append(("", "repeated steps", str(state.repeat_count)))
+    trips = "; ".join(f"step {step}: {guard}: {message}" for step, guard, message in state.trips)
+    rows.append(("", "guard trips", _clean(trips) or "none"))
+    if state.raw_count:
+        rows.append(("", "raw records", str(state.raw_count)))
+    if state.answer is not None:
+        rows.append(("", "answer", Text(_clean(state.answer), style="bold")))
+    if state.outcome is not None:
+        rows.append(("", "outcome", _clean(state.outcome)))
+    out = Text("state after this step\n", style="bold")
+    out.append_text(rows_text(rows, width, number_width=0, label_width=16))
+    memory = state.memory
+    out.append("memory tiers", style="bold")
+    out.append("\n")
+    if info.memory is None and not (memory.buffer or memory.summary or memory.semantic_size or memory.recalled):
+        out.append("  off for this run\n", style="dim")
+        return out
+    rows = [("", "recent buffer", plural(len(memory.buffer), "turn"))]
+    rows += [("", "", "• " + _clean(turn)) for turn in memory.buffer]
+    summary = Text(_clean(memory.summary) or "(none)")
+    if memory.summary_changed:
+        summary.append(" (updated at this step)", style="yellow")
+    rows.append(("", "summary", summary))
+    rows.append(("", "semantic memory", plural(memory.semantic_size, "item")))
+    for hit in memory.recalled:
+        text = hit.get("text", "") if isinstance(hit, dict) else hit
+        score = hit.get("score") if isinstance(hit, dict) else None
+        label = f"recalled {score:.2f}" if isinstance(score, (int, float)) else "recalled"
+        rows.append(("", label, _clean(text)))
+    for label, items in (("added", memory.added), ("evicted", memory.evicted), ("stored", memory.stored)):
+        rows += [("", label, _clean(item)) for item in items]
+    out.append_text(rows_text(rows, width, number_width=0, label_width=16))
+    return out

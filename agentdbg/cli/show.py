@@ -1,0 +1,92 @@
+"""``agentdbg show FILE``: a run's transcript, step by step; ``--step N``: one step and its
+full derived state. Streams: a huge trace prints as it is read, never loaded whole."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentdbg.cli import render
+from agentdbg.text import sanitize
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    render.add_input_arguments(parser)
+    parser.add_argument("--step", type=int, metavar="N", help="show step N with its full derived state (guards, tools, memory tiers)")
+    parser.add_argument("--from", dest="first", type=int, default=1, metavar="N", help="start the transcript at step N")
+    parser.add_argument("--to", dest="last", type=int, metavar="N", help="end the transcript at step N")
+    parser.add_argument("--json", action="store_true", help="JSON for machines (one object per line; with --step, one object)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.step is not None and args.step < 0:
+        return render.fail("show", f"--step {args.step}: steps are numbered from 1 (0 = the state before the first)")
+    try:
+        document = render.open_input(args)
+    except render.InputError as exc:
+        return render.fail("show", str(exc))
+    try:
+        if args.step is not None:
+            code = _show_step(document, args)
+        else:
+            code = _show_transcript(document, args)
+    except render.InputError as exc:
+        code = render.fail("show", str(exc))
+    except BrokenPipeError:  # `agentdbg show big.jsonl | head`
+        sys.stderr.close()
+        code = 0
+    finally:
+        document.close()
+    render.print_problems(document, "show")
+    return code
+
+
+def _show_transcript(document, args: argparse.Namespace) -> int:
+    console = render.make_console()
+    single = args.run is not None
+    for number, run in render.iter_runs(document, args.run):
+        if args.json:
+            print(render.dumps({"kind": "run", "run": number, **render.info_dict(run.info)}), flush=False)
+        else:
+            total = len(document.runs) if getattr(document, "complete", True) else None
+            console.print(render.run_header(run, number, None if single else total, document.path, console.width),
+                          end="", soft_wrap=True)
+        for record in render.iter_records(run, max(args.first, 1), args.last):
+            if args.json:
+                print(render.dumps({"kind": "step", "run": number, **render.record_dict(record)}))
+            else:
+                console.print(render.step_block(record, console.width), end="", soft_wrap=True)
+        if args.json:
+            end = run.end
+            print(render.dumps({"kind": "end", "run": number, "outcome": render.run_outcome(run),
+                                "steps": run.step_count, "answer": None if end is None else end.answer}))
+        else:
+            console.print(render.outcome_text(run, console.width), end="", soft_wrap=True)
+    sys.stdout.flush()
+    return 0
+
+
+def _show_step(document, args: argparse.Namespace) -> int:
+    number, run = next(render.iter_runs(document, args.run or 1))
+    render.wait_for_step(run, args.step)
+    if args.step > run.step_count:
+        raise render.InputError(f"--step {args.step}: run {number} of {document.path} has {render.plural(run.step_count, 'step')}")
+    record = run.record(args.step) if args.step else None
+    state = run.state_at(args.step)
+    if args.json:
+        print(render.dumps({
+            "path": document.path, "run": number, "step": args.step, "steps": run.step_count,
+            "record": None if record is None else render.record_dict(record),
+            "state": state.to_dict(),
+        }))
+        return 0
+    console = render.make_console()
+    console.print(render.run_header(run, number, None, document.path, console.width), end="", soft_wrap=True)
+    console.print()
+    if record is not None:
+        console.print(render.step_block(record, console.width), end="", soft_wrap=True)
+    else:
+        console.print(sanitize("(before the first step)"))
+    console.print()
+    console.print(render.state_block(state, run.info, console.width), end="", soft_wrap=True)
+    return 0

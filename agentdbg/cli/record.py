@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.text import Text
 
 from agentdbg.cli import render
+from agentdbg.trace.format import CHECKPOINT_EVERY
 from agentdbg.text import one_line
 
 
@@ -24,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="replace TRACE if it exists")
     parser.add_argument("--append", action="store_true", help="add the run to an existing trace (a file may hold several runs)")
     parser.add_argument("--fsync", action="store_true", help="force each step to disk as it ends (slower; survives power loss)")
+    parser.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
+                        help=f"write the derived state every N steps (default {CHECKPOINT_EVERY}), so readers can start there")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing when all goes well")
 
 
@@ -53,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.force and output.exists():
             output.unlink()
-        writer = TraceWriter(output, fsync=args.fsync, header={"source": str(plan_path)})
+        every = {"checkpoint_every": args.checkpoint_every} if args.checkpoint_every is not None else {}
+        writer = TraceWriter(output, fsync=args.fsync, header={"source": str(plan_path)}, **every)
     except (OSError, ValueError) as exc:
         return render.fail("record", f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
     with writer:

@@ -640,3 +640,32 @@ def test_a_checkpoint_with_malformed_counts_is_not_trusted(tmp_path: Path, bad: 
         document.wait(10)
         assert document.runs[0].state_at(250) == group_run(events).state_at(250)
         assert any("checkpoint" in p.message for p in document.problems)
+
+
+def test_closing_while_indexing_wakes_every_waiter(tmp_path: Path, monkeypatch) -> None:
+    path = record(tmp_path / "big.jsonl", list(synthetic_run(3000, seed=2)))
+    monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda self: None)
+    document = open_trace(path)
+    run = document.runs[0]
+    document.close()
+    assert document.wait(1) and run.wait(1) and run.wait_for(10_000, 1)
+
+
+def test_an_index_that_fails_says_where_and_keeps_what_it_found(tmp_path: Path, monkeypatch) -> None:
+    path = record(tmp_path / "big.jsonl", list(synthetic_run(3000, seed=2)))
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 64 * 1024)
+    calls = {"n": 0}
+    real_scan = reader.TraceIndex._scan_chunk
+
+    def failing_scan(self, size):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError(5, "Input/output error")
+        return real_scan(self, size)
+
+    monkeypatch.setattr(reader.TraceIndex, "_scan_chunk", failing_scan)
+    with open_trace(path) as document:
+        assert document.wait(10)
+        run = document.runs[0]
+        assert 0 < run.step_count < 3000 and run.record(1).step == 1
+        assert any("indexing stopped at byte" in p.message and "Input/output error" in p.message for p in document.problems)

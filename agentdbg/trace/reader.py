@@ -404,9 +404,12 @@ class TraceIndex:
             self._finish(failed=True)
 
     def stop(self) -> None:
+        """Stop indexing (on close): waiters wake up, nothing more is read."""
         self._stop = True
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
+        if not self.complete:
+            self._finish(failed=True)
 
     def wait(self, timeout: float | None = None) -> bool:
         with self.lock:
@@ -471,8 +474,9 @@ class TraceIndex:
     def _finish(self, failed: bool = False) -> None:
         with self.lock:
             if self.runs and self.runs[-1].end is None:
-                self.runs[-1].end = self.source.data_end if not failed else (
-                    self.runs[-1].steps[-1] if self.runs[-1].steps else self.runs[-1].start or 0)
+                # After a failure the last step ends where the scan stopped (a cut line
+                # there is reported when the step is read).
+                self.runs[-1].end = self.source.data_end if not failed else min(self.position, self.source.data_end)
             self.position = self.source.data_end
             self.complete = True
             self.finished_at = time.perf_counter()

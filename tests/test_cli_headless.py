@@ -251,19 +251,28 @@ def test_show_step_as_json(source, capsys) -> None:
     assert data["state"]["tool_calls"] == {"web_search": [1, 1]} and data["state"]["error_count"] == 1
 
 
-def test_show_as_json_lines(source, capsys) -> None:
+def test_show_as_json_one_run_per_line(source, capsys) -> None:
     code, out, _ = run_cli(capsys, "show", source("library_good"), "--json")
-    objects = [json.loads(line) for line in out.splitlines()]
+    (run,) = [json.loads(line) for line in out.splitlines()]
     assert code == 0
-    assert [o["kind"] for o in objects] == ["run", "step", "step", "step", "step", "end"]
-    assert objects[0]["name"] == "library-good" and objects[0]["tools"] == ["calc", "catalog", "loans"]
-    assert [o["step"] for o in objects[1:5]] == [1, 2, 3, 4]
-    assert objects[4]["answer"] == "2" and objects[5] == {"kind": "end", "run": 1, "outcome": "answered", "steps": 4, "answer": "2"}
+    assert run["run"] == 1 and run["name"] == "library-good" and run["tools"] == ["calc", "catalog", "loans"]
+    assert [step["step"] for step in run["steps"]] == [1, 2, 3, 4]
+    assert run["steps"][0]["call"] == "catalog[Il Gattopardo]" and run["steps"][3]["answer"] == "2"
+    assert (run["step_count"], run["outcome"], run["answer"]) == (4, "answered", "2")
+
+
+def test_show_as_json_for_several_runs(tmp_path: Path, sample_plans: Path, capsys) -> None:
+    batch = tmp_path / "batch.jsonl"
+    for name in ("library_good", "library_stuck"):
+        run_cli(capsys, "record", sample_plans / f"{name}.toml", "-o", batch, "--append", "-q")
+    code, out, _ = run_cli(capsys, "show", batch, "--json")
+    runs = [json.loads(line) for line in out.splitlines()]
+    assert [(r["run"], len(r["steps"]), r["outcome"]) for r in runs] == [(1, 4, "answered"), (2, 2, "action repeated")]
 
 
 def test_show_a_range_of_steps(source, capsys) -> None:
     code, out, _ = run_cli(capsys, "show", source("kv_tax"), "--from", "2", "--to", "3", "--json")
-    assert [json.loads(line).get("step") for line in out.splitlines()] == [None, 2, 3, None]
+    assert [step["step"] for step in json.loads(out)["steps"]] == [2, 3]
 
 
 def test_show_step_out_of_range_exits_2(source, capsys) -> None:
@@ -282,7 +291,7 @@ def test_show_streams_a_big_trace_without_loading_it(tmp_path: Path, capsys, mon
     monkeypatch.setattr(TraceRun, "events", refuse)
     monkeypatch.setattr(TraceRun, "iter_events", refuse)
     code, out, _ = run_cli(capsys, "show", path, "--json")
-    assert code == 0 and len(out.splitlines()) == 3002
+    assert code == 0 and len(json.loads(out)["steps"]) == 3000
     code, out, _ = run_cli(capsys, "show", path, "--step", "2999", "--json")
     assert code == 0 and json.loads(out)["state"]["step"] == 2999
 

@@ -15,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--step", type=int, metavar="N", help="show step N with its full derived state (guards, tools, memory tiers)")
     parser.add_argument("--from", dest="first", type=int, default=1, metavar="N", help="start the transcript at step N")
     parser.add_argument("--to", dest="last", type=int, metavar="N", help="end the transcript at step N")
-    parser.add_argument("--json", action="store_true", help="JSON for machines (one object per line; with --step, one object)")
+    parser.add_argument("--json", action="store_true",
+                        help="JSON for machines: one object per run per line, its steps in a list (with --step, one object)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,25 +45,32 @@ def run(args: argparse.Namespace) -> int:
 def _show_transcript(document, args: argparse.Namespace) -> int:
     console = render.make_console()
     single = args.run is not None
+    out = sys.stdout
     for number, run in render.iter_runs(document, args.run):
         if args.json:
-            print(render.dumps({"kind": "run", "run": number, **render.info_dict(run.info)}), flush=False)
+            # One JSON object per run, on one line, written as it is read: the steps array
+            # is streamed, so even a million-step run never sits in memory.
+            head = render.dumps({"run": number, **render.info_dict(run.info)})
+            out.write(head[:-1] + ', "steps": [')
         else:
             total = len(document.runs) if getattr(document, "complete", True) else None
             console.print(render.run_header(run, number, None if single else total, document.path, console.width),
                           end="", soft_wrap=True)
+        first = True
         for record in render.iter_records(run, max(args.first, 1), args.last):
             if args.json:
-                print(render.dumps({"kind": "step", "run": number, **render.record_dict(record)}))
+                out.write(("" if first else ", ") + render.dumps(render.record_dict(record)))
+                first = False
             else:
                 console.print(render.step_block(record, console.width), end="", soft_wrap=True)
         if args.json:
             end = run.end
-            print(render.dumps({"kind": "end", "run": number, "outcome": render.run_outcome(run),
-                                "steps": run.step_count, "answer": None if end is None else end.answer}))
+            tail = render.dumps({"step_count": run.step_count, "outcome": render.run_outcome(run),
+                                 "answer": None if end is None else end.answer})
+            out.write("], " + tail[1:] + "\n")
         else:
             console.print(render.outcome_text(run, console.width), end="", soft_wrap=True)
-    sys.stdout.flush()
+    out.flush()
     return 0
 
 

@@ -50,7 +50,7 @@ async def test_demo_continue_stops_at_the_unknown_tool_then_runs_to_the_answer()
         guards = app.query_one("#guards")
         assert guards.state == expected
         text = pane_text(app, "guards")
-        assert "█" in text and "4/6" in text and f"{expected.tokens[0]} off" in text
+        assert "█" in text and "4/6" in text and f"tokens {expected.tokens[0]} no limit" in text
         assert "▶ Step 4" in pane_text(app, "scratchpad")
         assert "Final Answer" not in pane_text(app, "scratchpad")
         assert app.query_one("#memory").state == expected

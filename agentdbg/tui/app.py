@@ -10,6 +10,7 @@ message and the handler updates the screen.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -41,6 +42,7 @@ from agentdbg.tui.widgets.tools import ToolsPane
 
 POLL_SECONDS = 0.25  # how often a file still being indexed is looked at
 SIDEBAR_WIDTH = (28, 42, 90)  # min, default, max
+PROBLEM_NOTICE_SECONDS = 5.0
 PANES = ("timeline", "tools", "memory", "guards")
 
 
@@ -86,6 +88,8 @@ class DebuggerApp(App[None]):
         self._cancel = threading.Event()
         self._initial = (document, run_index, error, label)
         self._problems_seen = 0
+        self._document_problems = 0
+        self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
         self._label = label
         self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
 
@@ -132,8 +136,9 @@ class DebuggerApp(App[None]):
         self.document = document
         self._label = label or self._label
         self.sessions = {}
-        self.problems = [str(problem) for problem in document.problems]
+        self.problems = []
         self._problems_seen = 0
+        self._document_problems = 0
         self.breakpoints = self.load_breakpoints(document)
         self.run_index = max(0, min(run_index, len(document.runs) - 1))
         if old is not None and old is not document:
@@ -189,19 +194,22 @@ class DebuggerApp(App[None]):
 
     def report_problems(self) -> None:
         """Tell about problems not told yet (a file being indexed may find more)."""
-        new = self.problems[self._problems_seen:]
         if self.document is not None:
-            known = [str(problem) for problem in self.document.problems]
-            for problem in known:
-                if problem not in self.problems:
-                    self.problems.append(problem)
-                    new.append(problem)
+            found = self.document.problems
+            self.problems.extend(str(problem) for problem in found[self._document_problems:len(found)])
+            self._document_problems = len(found)
+        new = self.problems[self._problems_seen:]
         self._problems_seen = len(self.problems)
-        if new:
-            first = one_line(new[0], 300)
-            more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
-            self.notify(f"{first}{more}\ne lists them; the valid part is open.",
-                        title="Problems reading the file", severity="warning", timeout=8)
+        if not new:
+            return
+        now = time.monotonic()
+        if now - self._last_problem_notice < PROBLEM_NOTICE_SECONDS:
+            return  # a damaged file found while indexing must not flood the screen
+        self._last_problem_notice = now
+        first = one_line(new[0], 300)
+        more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
+        self.notify(f"{first}{more}\ne lists them; the valid part is open.",
+                    title="Problems reading the file", severity="warning", timeout=8)
 
     def show_open_error(self, error: str) -> None:
         self.problems.append(error)

@@ -94,18 +94,18 @@ class GuardsPane(LinePane):
         return out
 
     def _bar(self, name: str, value: int, limit: int | None, width: int) -> Text:
-        figure = f"{value}/{limit}" if limit else f"{value} off"
-        bar_width = max(width - LABEL_WIDTH - len(figure) - 1, 4)
-        state = level(value, limit)
-        style = LEVEL_STYLES[state]
         text = Text.assemble((name.ljust(LABEL_WIDTH), "bold"))
-        if limit:
-            filled = min(bar_width, round(bar_width * value / limit))
-            text.append("█" * filled, style=style)
-            text.append("░" * (bar_width - filled), style="dim")
-        else:
-            text.append("·" * bar_width, style="dim")
-        text.append(" " + figure, style=style if limit else "dim")
+        if not limit:
+            text.append(f"{value:,}", style="bold")
+            text.append("  no limit", style="dim")
+            return text
+        figure = f"{value:,}/{limit:,}"
+        bar_width = max(width - LABEL_WIDTH - len(figure) - 1, 4)
+        style = LEVEL_STYLES[level(value, limit)]
+        filled = min(bar_width, round(bar_width * value / limit))
+        text.append("█" * filled, style=style)
+        text.append("░" * (bar_width - filled), style="dim")
+        text.append(" " + figure, style=style)
         return text
 
 

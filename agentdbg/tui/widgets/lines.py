@@ -35,7 +35,8 @@ class LinePane(ScrollView, can_focus=True):
 
     def build(self, width: int) -> list[Text | tuple[int, Text]]:
         """The pane's content as paragraphs; each is wrapped to ``width``. A paragraph
-        given as ``(indent, text)`` wraps with a hanging indent."""
+        given as ``(indent, text)`` wraps with a hanging indent: lines after the first
+        start ``indent`` cells in."""
         return []
 
     @property
@@ -56,11 +57,13 @@ class LinePane(ScrollView, can_focus=True):
             if isinstance(paragraph, tuple):
                 indent, paragraph = paragraph
                 indent = min(indent, width // 2)
-            for line in paragraph.wrap(console, width - indent, overflow="fold", no_wrap=False):
+            wrapped = paragraph.wrap(console, width - indent, overflow="fold", no_wrap=False)
+            for number, line in enumerate(wrapped):
                 segments = list(line.render(console, end=""))
-                if indent:
-                    segments.insert(0, Segment(" " * indent))
-                lines.append(Strip(segments, line.cell_len + indent))
+                pad = indent if number else 0
+                if pad:
+                    segments.insert(0, Segment(" " * pad))
+                lines.append(Strip(segments, line.cell_len + pad))
         self._lines = lines
         self.paragraph_starts = starts
         self._built_width = width

@@ -40,12 +40,12 @@ class MemoryPane(LinePane):
         # The newest turns were added at this step: mark exactly that many from the end.
         fresh = set(range(len(memory.buffer) - len(added), len(memory.buffer)))
         for turn in memory.evicted:
-            out.append((2, Text.assemble(("- ", "bold red"), (turn_text(turn), "red strike"))))
+            out.append((4, Text.assemble(("  - ", "bold red"), (turn_text(turn), "red strike"))))
         for index, turn in enumerate(memory.buffer):
             if index in fresh:
-                out.append((2, Text.assemble(("+ ", "bold green"), (turn_text(turn), "green"))))
+                out.append((4, Text.assemble(("  + ", "bold green"), (turn_text(turn), "green"))))
             else:
-                out.append((2, Text("  " + turn_text(turn))))
+                out.append((4, Text("  · " + turn_text(turn))))
         if not memory.buffer and not memory.evicted:
             out.append(Text("  (empty)", style="dim"))
         out.append(Text(""))
@@ -60,11 +60,11 @@ class MemoryPane(LinePane):
         out.append(Text(""))
         out.append(Text(f"Semantic recall ({memory.semantic_size} stored)", style="bold underline"))
         for stored in memory.stored:
-            out.append((2, Text.assemble(("+ stored ", "bold green"), (turn_text(stored), "green"))))
+            out.append((4, Text.assemble(("  + ", "bold green"), ("stored: ", "green"), (turn_text(stored), "green"))))
         if memory.recalled:
             for result in memory.recalled:
                 score, text = _result(result)
-                out.append((2, Text.assemble((f"{score} ", "bold cyan"), turn_text(text))))
+                out.append((7, Text.assemble((f"  {score} ", "bold cyan"), turn_text(text))))
         else:
             out.append(Text("  nothing recalled at this step", style="dim"))
         return out

@@ -57,12 +57,12 @@ class ToolsPane(LinePane):
         lines = [head]
         description = one_line(spec.get("description", ""), 400)
         if description:
-            lines.append((2, Text(description, style="dim")))
+            lines.append((2, Text("  " + description, style="dim")))
         return lines
 
     def _unknown(self, name: str, counts: list, current: bool, width: int) -> list:
         head = self._head(name, "", counts, current, width, unknown=True)
-        return [head, (2, Text("called, but no such tool exists", style="italic red"))]
+        return [head, Text("  called, but no such tool exists", style="italic red")]
 
     def _head(self, name: str, signature: str, counts: list, current: bool, width: int,
               unknown: bool = False) -> Text:

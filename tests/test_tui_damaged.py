@@ -1,0 +1,98 @@
+"""Damaged and unknown files: the reader's problems are shown in the app and whatever is
+valid opens; a file that cannot be a trace at all starts the app with the reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle, status
+
+from agentdbg.plans import load_plan
+from agentdbg.trace.writer import write_trace
+from agentdbg.tui.app import DebuggerApp
+from agentdbg.tui.opening import open_for_app
+
+
+def recorded(tmp_path, name="library_hallucinating.toml"):
+    path = tmp_path / "run.jsonl"
+    write_trace(path, [load_plan(PLANS / name).run().events])
+    return path
+
+
+def damage(tmp_path, how: str):
+    path = recorded(tmp_path)
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    step_lines = [i for i, line in enumerate(lines) if line.startswith(b'{"type":"step"')]
+    middle = step_lines[2] + 1  # an event inside step 3
+    if how == "truncated last line":
+        path.write_bytes(data[:-25])
+    elif how == "corrupt middle line":
+        lines[middle] = b'{"type":"thought","step":3,"text":"cut\n'
+        path.write_bytes(b"".join(lines))
+    elif how == "invalid utf-8":
+        lines[middle] = lines[middle].replace(b"copies", b"cop\xff\xfeies").replace(b"loan", b"lo\xffan")
+        path.write_bytes(b"".join(lines))
+    elif how == "huge line":
+        lines[middle] = json.dumps({"type": "observation", "step": 3, "text": "x" * 9_000_000}).encode() + b"\n"
+        path.write_bytes(b"".join(lines))
+    elif how == "newer version":
+        header = json.loads(lines[0])
+        header["version"] = 99
+        lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
+        path.write_bytes(b"".join(lines))
+    return path
+
+
+async def open_app(path) -> DebuggerApp:
+    document, _, error = open_for_app(str(path))
+    if document is not None and hasattr(document, "wait"):
+        document.wait(10)
+    return DebuggerApp(document, error=error or None, save_breakpoints=False)
+
+
+@pytest.mark.parametrize("how", ["truncated last line", "corrupt middle line", "invalid utf-8",
+                                 "huge line", "newer version"])
+async def test_a_damaged_trace_opens_what_is_valid_and_lists_the_problems(tmp_path, how):
+    app = await open_app(damage(tmp_path, how))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.problems or how == "newer version" and app.session is None, how
+        if app.session is not None:
+            assert app.session.run.step_count >= 4
+            await press(pilot, "c", "c", "c", "c")
+            assert "Stopped at step" in status(app)
+            await press(pilot, "p", "home", "end")
+        await press(pilot, "e")
+        assert app.screen.id == "problems"
+        shown = screen_text(app)
+        assert "run.jsonl" in shown
+        await press(pilot, "escape")
+
+
+@pytest.mark.parametrize("how", ["empty file", "directory", "binary file", "not json"])
+async def test_a_file_that_is_no_trace_starts_the_app_with_the_reason(tmp_path, how):
+    path = tmp_path / "input.jsonl"
+    if how == "empty file":
+        path.write_bytes(b"")
+    elif how == "directory":
+        path.mkdir()
+    elif how == "binary file":
+        path.write_bytes(bytes(range(256)) * 64)
+    else:
+        path.write_text("hello, this is not a run\n")
+    app = await open_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.session is None
+        assert "Could not open the file" in pane_text(app, "scratchpad")
+        assert "input.jsonl" in pane_text(app, "scratchpad")
+        await press(pilot, "n", "c", "p")  # nothing to do, nothing breaks
+        await press(pilot, "o")
+        app.screen.query_one("#prompt-input").value = str(recorded(tmp_path))
+        await press(pilot, "enter")
+        assert app.session is not None and app.document.kind == "trace"
+        assert app.session.cursor == 1 and "web_search" in status(app)  # step 1 is the error
+        await press(pilot, "c")
+        assert app.session.cursor == 5 and "final answer: 2" in status(app)

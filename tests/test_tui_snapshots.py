@@ -1,0 +1,47 @@
+"""SVG snapshots of the debugger's main screen at telling moments (fixed size, no clock,
+no paths). Regenerate with ``pytest --snapshot-update`` and look at the pictures."""
+
+from __future__ import annotations
+
+from test_tui_support import PLANS, SIZE, demo_app, press, settle, type_text
+
+from agentdbg.documents import open_document
+from agentdbg.tui.app import DebuggerApp
+
+
+def live(name: str) -> DebuggerApp:
+    return DebuggerApp(open_document(PLANS / name), save_breakpoints=False)
+
+
+def keys(*pressed: str):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in pressed:
+            if key.startswith("type:"):
+                await type_text(pilot, key[5:])
+            else:
+                await press(pilot, key)
+        await settle(pilot)
+
+    return run_before
+
+
+def test_demo_stopped_at_the_unknown_tool(snap_compare):
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=keys("c"))
+
+
+def test_demo_at_the_final_answer(snap_compare):
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=keys("c", "c"))
+
+
+def test_stuck_run_stopped_by_the_repeat(snap_compare):
+    assert snap_compare(live("library_stuck.toml"), terminal_size=SIZE, run_before=keys("c"))
+
+
+def test_memory_tiers_when_recall_brings_back_step_one(snap_compare):
+    assert snap_compare(live("memory_research.toml"), terminal_size=SIZE,
+                        run_before=keys("g", "type:14", "enter"))
+
+
+def test_help_screen(snap_compare):
+    assert snap_compare(demo_app(), terminal_size=SIZE, run_before=keys("question_mark"))

@@ -351,6 +351,7 @@ class TraceIndex:
         self._last_notice = 0.0
         self.started_at = time.perf_counter()
         self.finished_at: float | None = None
+        self.cpu_seconds = 0.0  # CPU time the background thread spent indexing
         self._first_structure: int | None = None
 
     @property
@@ -396,12 +397,15 @@ class TraceIndex:
                 self._finish()
 
     def _run(self) -> None:
+        started = time.thread_time()
         try:
             self.scan_all()
         except Exception as exc:  # a read error stops the index, never the program
             if not self.source.closed:
                 self.source.problems.add(None, f"indexing stopped at byte {self.position:,}: {type(exc).__name__}: {exc}")
             self._finish(failed=True)
+        finally:
+            self.cpu_seconds = time.thread_time() - started
 
     def stop(self) -> None:
         """Stop indexing (on close): waiters wake up, nothing more is read."""

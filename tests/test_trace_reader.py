@@ -669,3 +669,33 @@ def test_an_index_that_fails_says_where_and_keeps_what_it_found(tmp_path: Path, 
         run = document.runs[0]
         assert 0 < run.step_count < 3000 and run.record(1).step == 1
         assert any("indexing stopped at byte" in p.message and "Input/output error" in p.message for p in document.problems)
+
+
+def test_opening_and_indexing_parse_no_event_line(tmp_path: Path, monkeypatch) -> None:
+    path = record(tmp_path / "big.jsonl", list(synthetic_run(3000, seed=3)))
+    parsed: list[object] = []
+    real_loads = json.loads
+    monkeypatch.setattr(reader.json, "loads", lambda text, *a, **k: parsed.append(text) or real_loads(text, *a, **k))
+    with open_trace(path) as document:
+        document.wait(10)
+        assert document.runs[0].step_count == 3000
+        assert len(parsed) == 1  # the header line only
+        document.runs[0].record(1500)
+        assert len(parsed) > 1
+
+
+def test_any_steps_state_decodes_at_most_one_checkpoint_interval(tmp_path: Path, monkeypatch) -> None:
+    events = list(synthetic_run(3000, seed=4))
+    path = record(tmp_path / "big.jsonl", events, checkpoint_every=100)
+    decoded: list[int] = []
+    real = reader._Source.decode_span
+    monkeypatch.setattr(reader._Source, "decode_span",
+                        lambda self, start, end, step: decoded.append(step) or real(self, start, end, step))
+    with open_trace(path) as document:
+        document.wait(10)
+        run = document.runs[0]
+        assert run.state_at(2999) == group_run(events).state_at(2999)
+        assert sorted(decoded) == list(range(2901, 3000))  # from the checkpoint after step 2900
+        decoded.clear()
+        run.state_at(1234)
+        assert len(decoded) <= 100

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.widget import Widget
-from textual.widgets import Static
 
 from agentdbg.tui.safe import one_line
 
@@ -78,11 +77,20 @@ def outcome_text(run) -> Text:
     return Text("indexing…", style="bold cyan")
 
 
-class StatusLine(Static):
+class StatusLine(Widget):
     """One line: why the last continue stopped, progress, or what just happened."""
+
+    DEFAULT_CSS = "StatusLine { height: 1; }"
+
+    def __init__(self, *, id: str | None = None):
+        super().__init__(id=id)
+        self.message = ""
+        self._text = Text()
 
     def say(self, message: str, style: str = "") -> None:
         self.message = message
-        self.update(Text(one_line(message, 400), style=style))
+        self._text = Text(one_line(message, 400), style=style, no_wrap=True, overflow="ellipsis")
+        self.refresh()
 
-    message = ""
+    def render(self) -> Text:
+        return self._text

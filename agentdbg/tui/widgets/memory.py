@@ -23,6 +23,9 @@ class MemoryPane(LinePane):
         self.info, self.state = info, state
         self.rebuild()
 
+    def content_key(self) -> object:
+        return (id(self.info), self.state.memory if self.state is not None else None)
+
     def build(self, width: int) -> list:
         if self.info is None or self.state is None:
             return [Text("No run.", style="dim")]

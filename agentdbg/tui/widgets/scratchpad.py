@@ -7,12 +7,14 @@ shown in full (up to a cap) and emphasised.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from rich.text import Text
 from textual.strip import Strip
 
 from agentdbg.state import StepRecord
 from agentdbg.tui.safe import clean
-from agentdbg.tui.widgets.lines import LinePane
+from agentdbg.tui.widgets.lines import LinePane, wrap
 
 LABEL_STYLES = {
     "Thought": "bold cyan",
@@ -27,6 +29,7 @@ LABEL_STYLES = {
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400
 CURRENT_CHARS = 20_000  # the current step: beyond this, the text is cut (it can be megabytes)
+BLOCK_CACHE = 256  # wrapped steps kept
 CONTEXT_SCREENS = 2  # earlier steps rendered: enough for this many pane heights
 
 
@@ -40,7 +43,8 @@ class Scratchpad(LinePane):
         self.folded = True
         self.empty_message: Text | None = None
         self.first_shown = 0
-        self._current_start_paragraph = 0
+        self._current_start_line = 0
+        self._blocks: OrderedDict[tuple, list[Strip]] = OrderedDict()
 
     def show(self, run, step: int) -> None:
         self.run = run
@@ -53,40 +57,60 @@ class Scratchpad(LinePane):
         return self.folded
 
     # --- content -----------------------------------------------------------------------
-    def build(self, width: int) -> list[Text]:
+    def notify_style_update(self) -> None:
+        self._blocks.clear()
+        super().notify_style_update()
+
+    def build_lines(self, width: int) -> tuple[list[Strip], list[int]]:
+        console, style = self.app.console, self.rich_style
         run = self.run
         if run is None:
-            return [self.empty_message or Text("No run is open. Press o to open a file.", style="dim")]
+            message = self.empty_message or Text("No run is open. Press o to open a file.", style="dim")
+            return wrap([message], width, console, style)
         height = max(self.scrollable_content_region.height, 10)
         budget = height * CONTEXT_SCREENS
-        blocks: list[list[Text]] = []
+        blocks: list[list[Strip]] = []
         used = 0
         step = self.step
         while step >= 1 and (used < budget or step == self.step):
-            try:
-                record = run.record(step)
-            except (IndexError, ValueError, OSError):
+            block = self._block_lines(run, step, step == self.step, width)
+            if block is None:
                 break
-            block = self._block(record, current=step == self.step, width=width)
             blocks.append(block)
-            used += sum(_height(paragraph, width) for paragraph in block)
+            used += len(block)
             step -= 1
         self.first_shown = step + 1
-        blocks.reverse()
-        out: list[Text] = []
+        head: list[Text] = []
         if step >= 1:
-            out.append(Text(f"… {step:,} earlier step{'s' if step != 1 else ''} not shown", style="dim italic"))
+            head.append(Text(f"… {step:,} earlier step{'s' if step != 1 else ''} not shown", style="dim italic"))
         else:
-            out.append(Text.assemble(("Question: ", "bold"), clean(run.info.task)))
+            head.append(Text.assemble(("Question: ", "bold"), clean(run.info.task)))
         if self.step == 0:
-            out.append(Text(""))
-            out.append(Text("No step taken yet: press n to step, c to continue.", style="dim italic"))
-        self._current_start_paragraph = 0
-        for index, block in enumerate(blocks):
-            if index == len(blocks) - 1:
-                self._current_start_paragraph = len(out)
-            out.extend(block)
-        return out
+            head.append(Text(""))
+            head.append(Text("No step taken yet: press n to step, c to continue.", style="dim italic"))
+        lines, starts = wrap(head, width, console, style)
+        for block in reversed(blocks):
+            starts.append(len(lines))
+            lines.extend(block)
+        self._current_start_line = starts[-1] if blocks else 0
+        return lines, starts
+
+    def _block_lines(self, run, step: int, current: bool, width: int) -> list[Strip] | None:
+        """One step's lines, wrapped and styled; cached, so stepping re-renders two steps."""
+        key = (id(run), step, current, self.folded, width)
+        block = self._blocks.get(key)
+        if block is not None:
+            self._blocks.move_to_end(key)
+            return block
+        try:
+            record = run.record(step)
+        except (IndexError, ValueError, OSError):
+            return None
+        block, _ = wrap(self._block(record, current, width), width, self.app.console, self.rich_style)
+        self._blocks[key] = block
+        if len(self._blocks) > BLOCK_CACHE:
+            self._blocks.popitem(last=False)
+        return block
 
     def _block(self, record: StepRecord, current: bool, width: int) -> list[Text]:
         title = f" Step {record.step} "
@@ -127,15 +151,6 @@ class Scratchpad(LinePane):
     def after_rebuild(self, lines: list[Strip]) -> None:
         # Show the current step: its start in view, with as much context above as fits.
         height = max(self.scrollable_content_region.height, 1)
-        index = self._current_start_paragraph
-        start = self.paragraph_starts[index] if index < len(self.paragraph_starts) else 0
+        start = self._current_start_line
         target = max(0, min(len(lines) - height, start))
         self.scroll_to(y=target, animate=False, immediate=True, force=True)
-
-
-def _height(paragraph: Text, width: int) -> int:
-    """Rows a paragraph takes at ``width`` (close enough to choose how much to render)."""
-    rows = 0
-    for line in paragraph.plain.split("\n"):
-        rows += max(1, -(-len(line) // max(width, 1)))
-    return rows

@@ -22,6 +22,7 @@ from textual.strip import Strip
 
 from agentdbg.state import StepRecord
 from agentdbg.tui.safe import one_line
+from agentdbg.tui.widgets.lines import set_virtual_size
 
 # One cell each: what kind of step this was.
 MARKERS = {
@@ -90,7 +91,7 @@ class Timeline(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     Timeline {
         overflow-x: hidden;
-        scrollbar-gutter: stable;
+        overflow-y: scroll;
         scrollbar-size-vertical: 1;
     }
     """
@@ -118,12 +119,14 @@ class Timeline(ScrollView, can_focus=True):
         self.breakpoint_marker: Callable[[int], str] = lambda step: ""
         self._rows: OrderedDict[int, Row] = OrderedDict()
         self._styles: dict[str, Style] = {}
+        self._strips: OrderedDict[tuple, Strip] = OrderedDict()  # painted rows
 
     # --- what is shown -------------------------------------------------------------
     def show_run(self, run, marker: Callable[[int], str] | None = None) -> None:
         self.run = run
         self.breakpoint_marker = marker or (lambda step: "")
         self._rows.clear()
+        self._strips.clear()
         self.cursor = 0
         self.set_step_count(run.step_count if run is not None else 0)
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
@@ -131,8 +134,11 @@ class Timeline(ScrollView, can_focus=True):
 
     def set_step_count(self, count: int) -> None:
         if count != self.step_count or self.virtual_size.height != count:
+            digits_changed = len(str(count)) != len(str(self.step_count))
             self.step_count = count
-            self.virtual_size = Size(self.size.width, count)
+            set_virtual_size(self, Size(self.size.width, count))
+            if digits_changed:
+                self._strips.clear()
             self.refresh()
 
     def set_cursor(self, step: int) -> None:
@@ -143,6 +149,7 @@ class Timeline(ScrollView, can_focus=True):
         self.scroll_to_step(step)
 
     def refresh_gutter(self) -> None:
+        self._strips.clear()
         self.refresh()
 
     def scroll_to_step(self, step: int) -> None:
@@ -190,6 +197,7 @@ class Timeline(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._strips.clear()
 
     def _style(self, name: str) -> Style:
         style = self._styles.get(name)
@@ -203,7 +211,13 @@ class Timeline(ScrollView, can_focus=True):
         base = self.rich_style
         if step > self.step_count:
             return Strip.blank(width, base)
-        return self._render_row(step, width).apply_style(base)
+        key = (step, step == self.cursor, width)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._strips[key] = self._render_row(step, width).apply_style(base)
+            if len(self._strips) > ROW_CACHE_SIZE:
+                self._strips.popitem(last=False)
+        return strip
 
     def _render_row(self, step: int, width: int) -> Strip:
         number_width = max(len(str(self.step_count)), 3)

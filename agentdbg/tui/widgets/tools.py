@@ -22,6 +22,10 @@ class ToolsPane(LinePane):
         self.info, self.state, self.record = info, state, record
         self.rebuild()
 
+    def content_key(self) -> object:
+        calls = self.state.tool_calls if self.state is not None else {}
+        return (id(self.info), self.current_tool, tuple((k, tuple(v)) for k, v in calls.items()))
+
     @property
     def current_tool(self) -> str | None:
         return self.record.tool if self.record is not None else None

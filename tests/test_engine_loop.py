@@ -72,7 +72,8 @@ def test_run_start_carries_task_tools_and_guard_settings():
     assert start.task == library.QUESTION
     assert [t["name"] for t in start.tools] == ["calc", "catalog", "loans"]
     assert start.guards == {"max_steps": 6, "repeat": {"mode": "any", "threshold": 2},
-                            "max_consecutive_errors": None, "token_budget": None}
+                            "max_consecutive_errors": None, "token_budget": None,
+                            "token_estimator": "estimate_tokens"}
     end = trace.events[-1]
     assert (end.type, end.outcome, end.answer, end.steps) == ("run_end", "answered", "2", 4)
 
@@ -196,3 +197,44 @@ def test_an_agent_can_run_twice_from_a_clean_start():
     first, second = agent.run("x"), agent.run("x")
     assert first.outcome == second.outcome
     assert [e.to_dict() for e in first.events] == [e.to_dict() for e in second.events]
+
+
+class _BrokenMemory:
+    def __init__(self, fail_in: str):
+        self.fail_in = fail_in
+
+    def settings(self) -> dict:
+        return {"kind": "broken"}
+
+    def reset(self) -> None:
+        pass
+
+    def build_context(self, task_line: str, step: int):
+        if self.fail_in == "context":
+            raise ConnectionError("embedding service unreachable")
+        return task_line, []
+
+    def record_turn(self, turn: str, step: int):
+        if self.fail_in == "record":
+            raise TimeoutError()
+        return []
+
+
+@pytest.mark.parametrize(("fail_in", "message"), [("context", "ConnectionError: embedding service unreachable"),
+                                                  ("record", "TimeoutError")])
+def test_a_memory_that_raises_ends_the_run_with_the_error_recorded(fail_in, message):
+    agent = ReActAgent(ScriptedOutputs(["Action: get[a]"] * 3), flaky_registry(), memory=_BrokenMemory(fail_in))
+    trace = agent.run("x")
+    assert (trace.outcome.status, trace.outcome.steps, trace.outcome.message) == ("memory error", 1, message)
+    errors = [e for e in trace.events if isinstance(e, ev.StepError)]
+    assert [(e.kind, e.message) for e in errors] == [("memory", message)]
+
+
+def test_a_tokenizer_that_raises_ends_the_run_with_the_error_recorded():
+    def tokenizer(text: str) -> int:
+        raise ValueError("vocabulary missing")
+
+    trace = ReActAgent(ScriptedOutputs(["Action: get[a]"]), flaky_registry(), tokens=tokenizer).run("x")
+    assert trace.outcome.status == "tokens error"
+    assert trace.outcome.message == "ValueError: vocabulary missing"
+    assert trace.events[0].guards["token_estimator"] == "test_a_tokenizer_that_raises_ends_the_run_with_the_error_recorded.<locals>.tokenizer"

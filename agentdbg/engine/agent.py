@@ -26,6 +26,8 @@ OUTCOME_TEXT = {
     "script exhausted": "STOPPED: the script ran out without a final answer",
     "finished": "FINISHED without an answer",
     "policy error": "STOPPED: the policy raised an exception",
+    "memory error": "STOPPED: the memory raised an exception",
+    "tokens error": "STOPPED: the token estimator raised an exception",
 }
 
 
@@ -37,7 +39,8 @@ HISTORY_LABELS = {"user": "  user", "thought": " thought", "action": "  action",
 class Outcome:
     """How a run ended: ``status`` (``answered``, ``budget exhausted``, ``action repeated``,
     ``error budget exhausted``, ``token budget exhausted``, ``script exhausted``,
-    ``finished``, ``policy error``), the answer if any, and which guard stopped it."""
+    ``finished``, ``policy error``, ``memory error``, ``tokens error``), the answer if any,
+    and which guard stopped it."""
 
     status: str
     answer: str | None = None
@@ -185,6 +188,7 @@ class ReActAgent:
             "repeat": self.repetition.settings(),
             "max_consecutive_errors": self.errors.limit,
             "token_budget": self.token_budget.limit,
+            "token_estimator": getattr(self.tokens, "__qualname__", type(self.tokens).__name__),
         }
 
     def start(self, task: str, on_event: Callable[[ev.Event], None] | None = None) -> AgentRun:
@@ -264,7 +268,10 @@ class AgentRun:
         emit(ev.StepStart(step=number))
 
         if agent.memory is not None:
-            prompt, memory_events = agent.memory.build_context(self.task_line, number)
+            try:
+                prompt, memory_events = agent.memory.build_context(self.task_line, number)
+            except Exception as exc:  # a plugged-in summarizer or embedder failed
+                return self._fail(result, "memory", exc)
             for event in memory_events:
                 emit(event)
         else:
@@ -273,18 +280,17 @@ class AgentRun:
         try:
             result.output = agent.policy.respond(prompt)
         except Exception as exc:  # a policy bug is data too: shown, not crashed on
-            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            emit(ev.StepError(step=number, kind="policy", message=message))
-            self._counters(result, 0)
-            self._finish(result, Outcome("policy error", steps=number, message=message))
-            return result
+            return self._fail(result, "policy", exc)
 
         try:
             result.parsed = self.parse(result.output)
         except ValueError as exc:
             result.parse_error = str(exc)
         written = render_output(result.output, result.parsed)
-        step_tokens = agent.tokens(prompt) + agent.tokens(written)
+        try:
+            step_tokens = agent.tokens(prompt) + agent.tokens(written)
+        except Exception as exc:  # a plugged-in tokenizer failed
+            return self._fail(result, "tokens", exc)
         self.transcript += "\n" + written
 
         if result.parsed is not None and result.parsed.thought:
@@ -329,7 +335,11 @@ class AgentRun:
         self.transcript += "\nObservation: " + result.observation
 
         if agent.memory is not None:
-            for event in agent.memory.record_turn(f"{written}\nObservation: {result.observation}", number):
+            try:
+                memory_events = agent.memory.record_turn(f"{written}\nObservation: {result.observation}", number)
+            except Exception as exc:
+                return self._fail(result, "memory", exc, step_tokens)
+            for event in memory_events:
                 emit(event)
 
         trip = agent.errors.observe(is_error) or agent.step_budget.check(number)
@@ -339,6 +349,14 @@ class AgentRun:
         if agent.policy.exhausted:
             self._finish(result, Outcome("script exhausted", steps=number,
                                          message="the scripted policy has no more outputs"))
+        return result
+
+    def _fail(self, result: StepResult, kind: str, exc: Exception, step_tokens: int = 0) -> StepResult:
+        """Something the loop depends on raised: record it and end the run, never crash."""
+        message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        self._emit(ev.StepError(step=result.step, kind=kind, message=message), result)
+        self._counters(result, step_tokens)
+        self._finish(result, Outcome(f"{kind} error", steps=result.step, message=message))
         return result
 
     def _counters(self, result: StepResult, step_tokens: int) -> None:

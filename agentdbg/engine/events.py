@@ -111,7 +111,7 @@ class StepError(Event):
     tool: str = ""
 
 
-ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy")
+ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy", "memory", "tokens")
 
 
 @dataclass(frozen=True)

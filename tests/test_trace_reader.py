@@ -699,3 +699,25 @@ def test_any_steps_state_decodes_at_most_one_checkpoint_interval(tmp_path: Path,
         decoded.clear()
         run.state_at(1234)
         assert len(decoded) <= 100
+
+
+def test_checkpoints_of_several_runs_stay_with_their_run(tmp_path: Path, sample_plans: Path, monkeypatch) -> None:
+    names = ["library_hallucinating", "kv_tax", "library_stuck", "capital_over_budget"]
+    runs = [plan_events(sample_plans, n) for n in names]
+    path = record(tmp_path / "batch.jsonl", *runs, checkpoint_every=1)
+    # A checkpoint of the wrong run, right after a run_start: must not be taken by either run.
+    data = path.read_bytes()
+    start = data.index(b'{"type":"checkpoint","step":1,')
+    stray = data[start:data.index(b"\n", start) + 1]
+    at = data.index(b"\n", data.index(b'"name":"kv-tax"')) + 1
+    path.write_bytes(data[:at] + stray + data[at:])
+    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 700)
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 900)
+    with open_trace(path) as document:
+        document.wait(10)
+        assert [run.step_count for run in document.runs] == [5, 6, 2, 3]
+        assert [list(run._run.checkpoint_steps) for run in document.runs] == [[1, 2, 3, 4], [0, 1, 2, 3, 4, 5], [1], [1, 2]]
+        for run, events in zip(document.runs, runs, strict=True):
+            expected = EventRun(events)
+            for step in range(run.step_count, -1, -1):
+                assert run.state_at(step) == expected.state_at(step)

@@ -434,46 +434,55 @@ class TraceIndex:
         while offsets and offsets[-1] >= limit:
             offsets.pop()
         base = scan_from + 1
-        steps = [o for o in offsets if data[o + _KIND_AT] == _STEP]
+        steps = [o + base for o in offsets if data[o + _KIND_AT] == _STEP]
         others = [] if len(steps) == len(offsets) else [
             (o + base, data[o + _KIND_AT]) for o in offsets if data[o + _KIND_AT] != _STEP]
-        self._merge(list(map(base.__add__, steps)), others)
+        self._merge(steps, others)
         self.position = scan_from + limit + 1
         self._notify()
 
     def _merge(self, steps: list[int], others: list[tuple[int, int]]) -> None:
+        """Add one chunk's findings (sorted offsets) to the runs, under the lock."""
         new_runs = []
         with self.lock:
             if self._first_structure is None and (steps or others):
                 self._first_structure = min(steps[:1] + [o for o, _ in others[:1]])
-            at = 0
+            at, low = 0, -1
             for offset, kind in others:
+                if kind != _RUN_START:
+                    continue
                 cut = bisect.bisect_left(steps, offset, at)
-                if cut > at:
-                    new_runs += self._add_steps(steps[at:cut])
-                at = cut
-                if kind == _RUN_START:
-                    if self.runs:
-                        self.runs[-1].end = self.runs[-1].end or offset
-                    self.runs.append(_RunIndex(offset))
-                    new_runs.append(self.runs[-1])
-                elif self.runs:  # a checkpoint outside any run has nothing to speed up
-                    run = self.runs[-1]
-                    run.checkpoint_steps.append(len(run.steps))
-                    run.checkpoint_offsets.append(offset)
-            if at < len(steps):
-                new_runs += self._add_steps(steps[at:])
+                self._add_steps(steps, at, cut, low, offset, others, new_runs)
+                at, low = cut, offset
+                if self.runs:
+                    self.runs[-1].end = self.runs[-1].end or offset
+                self.runs.append(_RunIndex(offset))
+                new_runs.append(self.runs[-1])
+            self._add_steps(steps, at, len(steps), low, None, others, new_runs)
             self.lock.notify_all()
         for run in new_runs:
             self._on_run(run)
 
-    def _add_steps(self, steps: list[int]) -> list[_RunIndex]:
-        created = []
+    def _add_steps(self, steps: list[int], begin: int, end: int, low: int, high: int | None,
+                   others: list[tuple[int, int]], new_runs: list[_RunIndex]) -> None:
+        """steps[begin:end] and the checkpoints between offsets ``low`` and ``high`` (the
+        run boundaries around them) belong to the last run."""
+        checkpoints = [offset for offset, kind in others
+                       if kind == _CHECKPOINT and offset > low and (high is None or offset < high)] if others else []
+        if begin == end and not checkpoints:
+            return
         if not self.runs:  # steps with no run_start before them: a run without a header
+            if begin == end:
+                return  # a checkpoint outside any run has nothing to speed up
             self.runs.append(_RunIndex(None))
-            created.append(self.runs[-1])
-        self.runs[-1].steps.extend(steps)
-        return created
+            new_runs.append(self.runs[-1])
+        run = self.runs[-1]
+        before = len(run.steps)
+        for offset in checkpoints:
+            run.checkpoint_steps.append(before + bisect.bisect_left(steps, offset, begin, end) - begin)
+            run.checkpoint_offsets.append(offset)
+        if end > begin:
+            run.steps.extend(steps[begin:end] if begin or end < len(steps) else steps)
 
     def _finish(self, failed: bool = False) -> None:
         with self.lock:

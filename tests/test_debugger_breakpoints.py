@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentdbg.debugger.breakpoints import AUTO_BREAKS, Breakpoint, BreakpointSet, sidecar_path
+from agentdbg.debugger.filters import parse_filter
 from agentdbg.engine import events as ev
 from agentdbg.plans import load_plan
 from agentdbg.runs import EventRun
@@ -343,8 +344,14 @@ def test_a_quiet_step_is_skipped_and_a_breakpoint_on_it_is_not():
     assert breakpoints.skip_test()(8, data) is True
     breakpoints.add("tool", "catalog")
     assert breakpoints.skip_test()(8, data) is False
-    breakpoints.add("filter", "~step 100")
-    assert breakpoints.skip_test() is None  # a filter needs the decoded step
+    breakpoints.add("filter", "~step 100 | ~obs needle")
+    assert breakpoints.skip_test()(8, data) is False  # the tool breakpoint still applies
+    breakpoints.remove(list(breakpoints)[1])
+    assert breakpoints.skip_test()(8, data) is True
+    assert breakpoints.skip_test()(100, data) is False
+    assert breakpoints.skip_test()(8, data.replace(b'"5"', b'"a needle"')) is False
+    breakpoints.add("filter", "~obs time.*out")
+    assert breakpoints.skip_test() is None  # this filter needs the decoded step
     breakpoints.toggle(list(breakpoints)[-1])
     assert breakpoints.skip_test() is not None
 
@@ -404,3 +411,54 @@ def test_a_skipped_step_never_has_a_reason(events, auto, tools, steps):
     record = StepRecord.from_events(3, events)
     if breakpoints.skip_test()(3, step_lines(events)):
         assert breakpoints.reasons(record) == []
+
+
+BYTE_FILTERS = ["~step 3", "~step >5", "~tool calc", "~tool we/ird", "~tool café", "~error", "~kind timeout", "~repeat",
+                "~final", "~end", "~raw", "~tripped", "~guard repeat", "~parse", "~obs calc", "~obs Calc", "~text k",
+                "~thought x", "~args loans", "~action calc", "~answer a", "calc", "KELVIN", "u200b",
+                "~step 3 & ~obs a", "~tool calc | ~final", "~error ~text a"]
+
+
+def test_filters_that_can_rule_out_a_step_by_its_raw_lines():
+    for text in BYTE_FILTERS:
+        assert parse_filter(text).bytes_test() is not None, text
+    for text in ["~obs a.b", "!~error", "~tool /c/", "~tokens >3", "~step 3 | ~obs ^x", "~obs 'two words'"]:
+        assert parse_filter(text).bytes_test() is None, text
+
+
+def test_a_word_hidden_by_case_folding_or_escapes_is_never_ruled_out():
+    test = parse_filter("~obs k").bytes_test()
+    assert test(1, step_lines([ev.Observation(step=1, text="\u212a")])) is True  # the Kelvin sign matches k
+    assert parse_filter("~obs k").matches(StepRecord(step=1, observation="\u212a"))
+    assert test(1, b'{"type":"observation","step":1,"text":"\\u006b"}\n') is True
+    assert test(1, step_lines([ev.Observation(step=1, text="nothing here")])) is False
+    # A call written without its text is shown as the repr of its arguments: escapes appear.
+    events = [ev.StepStart(step=1), ev.ActionTaken(step=1, tool="calc", args={"k": "\U000e0001"})]
+    record = StepRecord.from_events(1, events)
+    assert parse_filter("~action U000e0001").matches(record)
+    assert parse_filter("~action U000e0001").bytes_test()(1, step_lines(events)) is True
+
+
+filter_texts = st.sampled_from(BYTE_FILTERS)
+step_texts = st.text(alphabet=st.sampled_from(list("abkxcalKCL _\"\\/\n\u212a\u200bé")), max_size=12)
+rich_step_events = st.lists(st.one_of(
+    st.builds(ev.Thought, step=st.just(3), text=step_texts),
+    st.builds(ev.ActionTaken, step=st.just(3), tool=st.sampled_from(TOOLS), args=st.one_of(step_texts, st.dictionaries(
+        step_texts, step_texts, max_size=2)), call=st.one_of(st.just(""), step_texts)),
+    st.builds(ev.Observation, step=st.just(3), text=step_texts, error=st.booleans()),
+    st.builds(ev.Answered, step=st.just(3), answer=step_texts),
+    st.builds(ev.StepError, step=st.just(3), kind=st.sampled_from(ev.ERROR_KINDS), message=step_texts),
+    st.builds(ev.GuardCounters, step=st.just(3), repeats=st.integers(0, 3).map(lambda n: [n, None])),
+    st.builds(ev.GuardTripped, step=st.just(3), guard=st.sampled_from(ev.GUARD_NAMES), message=step_texts),
+    st.builds(ev.RawRecord, step=st.just(3), source=step_texts, note=step_texts),
+), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(rich_step_events, filter_texts, st.integers(1, 8))
+def test_a_filter_ruling_out_raw_lines_never_matches_the_step(events, text, step):
+    events = [ev.StepStart(step=step), *(type(e)(**{**e.__dict__, "step": step}) for e in events)]
+    record = StepRecord.from_events(step, events)
+    flt = parse_filter(text)
+    if not flt.bytes_test()(step, step_lines(events)):
+        assert not flt.matches(record)

@@ -416,3 +416,21 @@ def test_a_trace_file_steps_and_stops_like_the_run_it_recorded(sample_plans, tmp
         assert on_file.search("subtract") == 4
     finally:
         document.close()
+
+
+def test_filters_and_searches_that_can_read_raw_lines_decode_little():
+    run = FileLikeRun(synthetic_events(1_000, error_every=900))
+    breakpoints = BreakpointSet()
+    breakpoints.add("filter", "~step 400..402 & ~obs 402")
+    session = DebugSession(run, breakpoints)
+    assert session.continue_forward() == Stop(401, ["breakpoint: ~step 400..402 & ~obs 402"])  # "402" is 401's result
+    assert run.decoded == [401]
+    run.decoded.clear()
+    assert session.search("thinking 77") == 770  # not one word: every step is decoded
+    assert len(run.decoded) == 770 - 401
+    run.decoded.clear()
+    assert session.search("boom") == 900
+    assert run.decoded == [900]
+    run.decoded.clear()
+    assert session.search("Boom", forward=False) is None  # smart case: nothing spelled that way
+    assert run.decoded == []

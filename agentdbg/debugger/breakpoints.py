@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentdbg.debugger import quick
 from agentdbg.debugger.filters import Filter, parse_filter
 
 AUTO_BREAKS: dict[str, str] = {
@@ -32,13 +33,6 @@ SIDECAR_SUFFIX = ".breakpoints.json"
 SIDECAR_FORMAT = "agentdbg-breakpoints"
 SIDECAR_VERSION = 1
 REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
-
-# Trace lines (as agentdbg writes them: compact JSON, "type" first) of events that never
-# stop a continue by themselves; observations and guard counters are looked into.
-_QUIET_LINES = (b'{"type":"step",', b'{"type":"thought",', b'{"type":"action",', b'{"type":"observation",',
-                b'{"type":"guards",', b'{"type":"memory_recall",', b'{"type":"memory_update",',
-                b'{"type":"checkpoint",')
-_NO_REPEAT = (b"0,", b"1,", b"0]", b"1]")  # the repeat counter's first digits: below 2
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x1f\x7f-\x9f]")
 
@@ -253,29 +247,28 @@ class BreakpointSet:
     def skip_test(self) -> Callable[[int, bytes], bool] | None:
         """A cheap test on a step's lines as an agentdbg trace holds them: ``test(step, data)``
         is True only when the step cannot stop a continue, so a scan over a large file need
-        not decode it. None when no such test exists (an enabled filter breakpoint needs
-        every step decoded). Conservative: anything unusual is decoded and checked properly."""
-        if any(bp.enabled for bp in self._filters):
-            return None
+        not decode it (see ``quick``). None when no such test exists: an enabled filter
+        breakpoint that needs every step decoded (``~obs time.*out``, ``!~error``...)."""
+        filter_tests = []
+        for bp in self._filters:
+            if bp.enabled:
+                test = bp._filter.bytes_test()
+                if test is None:
+                    return None
+                filter_tests.append(test)
         steps = {number for number, bp in self._steps.items() if bp.enabled}
-        names = [_encodings(name) for name, bps in self._tools.items() if any(bp.enabled for bp in bps)]
-        tool_bytes = tuple(b for variants in names for b in variants)
+        names = [name for name, bps in self._tools.items() if any(bp.enabled for bp in bps)]
+        may_call = quick.may_name(names) if names else None
+        need_quiet = any(self.auto.values())
 
         def cannot_stop(step: int, data: bytes) -> bool:
             if step in steps:
                 return False
-            for line in data.split(b"\n"):
-                if not line or line == b"\r":
-                    continue
-                if not line.startswith(_QUIET_LINES) or line.find(b'"type"', 9) != -1:
-                    return False
-                if line.startswith(b'{"type":"observation",') and b'"error"' in line:
-                    return False
-                if line.startswith(b'{"type":"guards",'):
-                    at = line.find(b'"repeats":[')
-                    if at != -1 and line[at + 11:at + 13] not in _NO_REPEAT:
-                        return False
-            return not any(name in data for name in tool_bytes)
+            if need_quiet and not quick.is_quiet(data):
+                return False
+            if may_call is not None and may_call(step, data):
+                return False
+            return not any(test(step, data) for test in filter_tests)
 
         return cannot_stop
 
@@ -379,13 +372,6 @@ def sidecar_path(target_path: str | Path) -> Path:
     """Where breakpoints for a trace or plan are saved: beside it, ``.breakpoints.json`` added."""
     target = Path(target_path)
     return target.with_name(target.name + SIDECAR_SUFFIX)
-
-
-def _encodings(name: str) -> tuple[bytes, ...]:
-    """The ways a tool name can be spelled in a JSON line."""
-    plain = json.dumps(name, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    ascii_only = json.dumps(name).encode("ascii")
-    return tuple({plain, ascii_only, plain.replace(b"/", b"\\/"), ascii_only.replace(b"/", b"\\/")})
 
 
 def _ordinal(n: Any) -> str:

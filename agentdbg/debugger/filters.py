@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from agentdbg.debugger import quick
 from agentdbg.engine.events import ERROR_KINDS, GUARD_NAMES
 
 MAX_DEPTH = 64  # nesting of parentheses and "!": deeper is certainly a mistake
@@ -118,6 +119,14 @@ class Filter:
     def _matches(self, record: Any, state: Any) -> bool:
         raise NotImplementedError
 
+    eventful: ClassVar[bool] = False  # matches only steps with an error, trip, answer, end...
+
+    def bytes_test(self) -> quick.BytesTest | None:
+        """A test on the step's raw trace lines, (step, data) -> False only when this
+        filter certainly does not match (see ``quick``); None when the decoded step is
+        needed to tell."""
+        return quick.may_be_eventful if self.eventful else None
+
     def __str__(self) -> str:
         return self.code
 
@@ -125,6 +134,7 @@ class Filter:
 class FError(Filter):
     code = "~error"
     help = "any error: a tool error, a parse error or an error observation"
+    eventful = True
 
     def _matches(self, record, state):
         return (record.error_kind is not None or record.parse_error is not None
@@ -134,6 +144,7 @@ class FError(Filter):
 class FParse(Filter):
     code = "~parse"
     help = "the policy's output could not be read (parse error)"
+    eventful = True
 
     def _matches(self, record, state):
         return record.parse_error is not None
@@ -142,6 +153,7 @@ class FParse(Filter):
 class FRepeat(Filter):
     code = "~repeat"
     help = "the step's action repeats an earlier one"
+    eventful = True
 
     def _matches(self, record, state):
         return record.tool is not None and record.is_repeat
@@ -150,6 +162,7 @@ class FRepeat(Filter):
 class FTripped(Filter):
     code = "~tripped"
     help = "a guard stopped the run in this step"
+    eventful = True
 
     def _matches(self, record, state):
         return record.tripped is not None
@@ -158,6 +171,7 @@ class FTripped(Filter):
 class FFinal(Filter):
     code = "~final"
     help = "the step gives the final answer"
+    eventful = True
 
     def _matches(self, record, state):
         return record.answer is not None
@@ -166,6 +180,7 @@ class FFinal(Filter):
 class FEnd(Filter):
     code = "~end"
     help = "the run ended in this step (answer, guard, script exhausted...)"
+    eventful = True
 
     def _matches(self, record, state):
         return record.end is not None
@@ -174,6 +189,7 @@ class FEnd(Filter):
 class FRaw(Filter):
     code = "~raw"
     help = "the step holds records an import could not map"
+    eventful = True
 
     def _matches(self, record, state):
         return len(record.raw) > 0
@@ -201,6 +217,10 @@ class _Regex(_Arg):
     def _matches(self, record, state):
         return _search(self.pattern, getattr(record, self.field))
 
+    def bytes_test(self):
+        may_contain = quick.may_contain_word(self.argument, _has_upper(self.argument))
+        return None if may_contain is None else (lambda step, data: may_contain(data))
+
 
 class FTool(_Arg):
     code = "~tool"
@@ -215,6 +235,9 @@ class FTool(_Arg):
         else:
             self.pattern = None
 
+    def bytes_test(self):
+        return None if self.pattern is not None else quick.may_name([self.argument])
+
     def _matches(self, record, state):
         tool = record.tool
         if tool is None:
@@ -228,6 +251,7 @@ class FKind(_Arg):
     code = "~kind"
     arg = "KIND"
     help = "the step's error is of this kind: " + ", ".join(ERROR_KINDS)
+    eventful = True
     needs = "an error kind (" + ", ".join(ERROR_KINDS) + ")"
 
     def __init__(self, argument: str):
@@ -247,6 +271,7 @@ class FGuard(_Arg):
     code = "~guard"
     arg = "NAME"
     help = "this guard stopped the run: " + ", ".join(GUARD_NAMES)
+    eventful = True
     needs = "a guard name (" + ", ".join(GUARD_NAMES) + ")"
 
     def __init__(self, argument: str):
@@ -339,6 +364,10 @@ class FStep(_Compare):
     def value(self, record):
         return record.step
 
+    def bytes_test(self):
+        test = self.test
+        return lambda step, data: test(step)
+
 
 class FTokens(_Compare):
     code = "~tokens"
@@ -383,6 +412,12 @@ class And(Filter):
     def predicate(self):
         return functools.reduce(_both, [part.predicate() for part in self.parts])
 
+    def bytes_test(self):
+        tests = [t for t in (part.bytes_test() for part in self.parts) if t is not None]
+        if not tests:
+            return None
+        return lambda step, data: all(test(step, data) for test in tests)
+
     def __str__(self) -> str:
         return " & ".join(_group(p) for p in self.parts)
 
@@ -393,6 +428,12 @@ class Or(Filter):
 
     def predicate(self):
         return functools.reduce(_either, [part.predicate() for part in self.parts])
+
+    def bytes_test(self):
+        tests = [part.bytes_test() for part in self.parts]
+        if any(test is None for test in tests):
+            return None
+        return lambda step, data: any(test(step, data) for test in tests)
 
     def __str__(self) -> str:
         return " | ".join(_group(p) for p in self.parts)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, one_line
 from agentdbg.debugger.filters import compile_regex, transcript_text
 from agentdbg.runs import RunView
@@ -235,6 +236,10 @@ class DebugSession:
         pattern = search_pattern(text_or_regex)
         if pattern is None:
             return None
+        # Over a trace file, a plain word is looked for in the raw lines first.
+        step_bytes = getattr(self.run, "step_bytes", None)
+        may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
+                       if callable(step_bytes) else None)
         count = self.run.step_count
         if count == 0:
             return None
@@ -253,6 +258,10 @@ class DebugSession:
                     return None
                 if progress is not None and done % PROGRESS_EVERY == 0:
                     progress(step)
+            if may_contain is not None:
+                data = step_bytes(step)
+                if data is not None and not may_contain(data):
+                    continue
             if pattern.search(transcript_text(self.run.record(step))):
                 return step
         return None

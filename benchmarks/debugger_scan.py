@@ -7,8 +7,9 @@ process:
   baseline        reading every step record (the least any scan must do)
   continue        continue_forward with the automatic breaks on, from one error to the other
   continue+user   the same with a step, a tool and a filter breakpoint that never match
+  continue+regex  the same with a filter whose regex needs every step decoded
   reverse         continue_back from the second error to the first
-  search          transcript search for text that is not there
+  search          transcript search for a word, and for a regex, that are not there
   file ...        the same scans over a trace file (when the trace reader is available),
                   and again with the run handing out raw step lines (``step_bytes``)
 
@@ -67,6 +68,13 @@ def user_breakpoints() -> BreakpointSet:
     return breakpoints
 
 
+def regex_breakpoint() -> BreakpointSet:
+    """A filter no byte test can rule a step out for: every step is decoded."""
+    breakpoints = BreakpointSet()
+    breakpoints.add("filter", "~obs z+z")
+    return breakpoints
+
+
 def scans(label: str, run, steps: int) -> None:
     first, last = 10, run.step_count - 10
     span = last - first
@@ -91,7 +99,9 @@ def scans(label: str, run, steps: int) -> None:
     timed(f"{label}continue", span, lambda: forward(BreakpointSet()), base)
     timed(f"{label}continue+user", span, lambda: forward(user_breakpoints()), base)
     timed(f"{label}reverse", span, lambda: backward(at_last), base)
-    timed(f"{label}search", steps, lambda: DebugSession(run).search("not there", wrap=False), base)
+    timed(f"{label}continue+regex", span, lambda: forward(regex_breakpoint()), base)
+    timed(f"{label}search word", steps, lambda: DebugSession(run).search("zzz", wrap=False), base)
+    timed(f"{label}search regex", steps, lambda: DebugSession(run).search("not.there", wrap=False), base)
 
 
 def write_trace(events: list[ev.Event], path: Path) -> None:

@@ -80,3 +80,19 @@ async def test_hostile_trace_is_shown_literally_and_without_control_sequences():
         assert_safe(app)
         await press(pilot, "escape", "question_mark")
         assert_safe(app)
+
+
+async def test_problems_from_a_file_are_notified_literally():
+    from agentdbg.runs import Problem
+
+    document = hostile_document()
+    document.problems.append(Problem(str(HOSTILE), 7, "bad [link=https://evil.example]x[/link] [red]y[/red] \x1b[2J"))
+    app = DebuggerApp(document, save_breakpoints=False)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        text = assert_safe(app)
+        assert "Problems reading the file" in text
+        assert "[red]y[/red]" in text  # the notification shows the problem as written
+        await press(pilot, "e")
+        text = assert_safe(app)
+        assert "[link=https://evil.example]x[/link]" in text

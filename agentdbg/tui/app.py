@@ -190,7 +190,7 @@ class DebuggerApp(App[None]):
         try:
             self.breakpoints.save(path)
         except ValueError as exc:
-            self.notify(one_line(str(exc), 300), title="Breakpoints not saved", severity="warning")
+            self.notify(one_line(str(exc), 300), title="Breakpoints not saved", severity="warning", markup=False)
 
     def report_problems(self) -> None:
         """Tell about problems not told yet (a file being indexed may find more)."""
@@ -209,7 +209,7 @@ class DebuggerApp(App[None]):
         first = one_line(new[0], 300)
         more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
         self.notify(f"{first}{more}\ne lists them; the valid part is open.",
-                    title="Problems reading the file", severity="warning", timeout=8)
+                    title="Problems reading the file", severity="warning", timeout=8, markup=False)
 
     def show_open_error(self, error: str) -> None:
         self.problems.append(error)
@@ -218,7 +218,7 @@ class DebuggerApp(App[None]):
             ("Could not open the file\n\n", "bold red"), (one_line(error, 2000), ""),
             ("\n\nPress o to open another file, q to quit.", "dim"))
         self.query_one(Scratchpad).rebuild()
-        self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10)
+        self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10, markup=False)
         self.say("nothing open: press o to open a file", "bold red")
 
     # --- painting the cursor ------------------------------------------------------------
@@ -411,7 +411,7 @@ class DebuggerApp(App[None]):
         self.show_cursor()
         text = one_line(str(error) or type(error).__name__, 300)
         self.say(f"{operation} failed: {text}", "bold red")
-        self.notify(text, title=f"{operation} failed", severity="error")
+        self.notify(text, title=f"{operation} failed", severity="error", markup=False)
 
     def finished(self, operation: str, result: Any) -> None:
         """A move ended (now or in a worker): repaint and say what happened."""
@@ -449,7 +449,7 @@ class DebuggerApp(App[None]):
     def _after_open(self, opened: tuple[Document | None, str, str]) -> None:
         document, path, error = opened
         if document is None:
-            self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10)
+            self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10, markup=False)
             self.problems.append(error)
             self._problems_seen = len(self.problems)
             self.say(f"could not open {one_line(path, 100)}: {one_line(error, 200)}", "bold red")
@@ -459,7 +459,7 @@ class DebuggerApp(App[None]):
     def _after_write(self, written: tuple[str, int]) -> None:
         path, count = written
         self.say(f"wrote {count:,} events to {one_line(path, 200)}", "bold green")
-        self.notify(f"{count:,} events written to {one_line(path, 200)}", title="Trace written")
+        self.notify(f"{count:,} events written to {one_line(path, 200)}", title="Trace written", markup=False)
 
     def outcome(self) -> str:
         run = self.current_run

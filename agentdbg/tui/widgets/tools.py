@@ -26,6 +26,9 @@ class ToolsPane(LinePane):
         calls = self.state.tool_calls if self.state is not None else {}
         return (id(self.info), self.current_tool, tuple((k, tuple(v)) for k, v in calls.items()))
 
+    def _declared(self) -> set[str]:
+        return self.info.tool_names() if self.info is not None else set()
+
     @property
     def current_tool(self) -> str | None:
         return self.record.tool if self.record is not None else None
@@ -43,10 +46,16 @@ class ToolsPane(LinePane):
             name = str(spec.get("name", ""))
             known.add(name)
             out.extend(self._tool(spec, name, calls.get(name, [0, 0]), name == current, width))
-        for name in sorted(set(calls) - known, key=str):
+        undeclared = sorted(set(calls) - known, key=str)
+        if not known:
+            # An imported run often does not list its tools: what it called is all there is.
+            out.append(Text("This run declares no tools; the tools it called:" if undeclared
+                            else "This run declares no tools.", style="dim italic"))
+            for name in undeclared:
+                out.append(self._head(name, "", calls[name], name == current, width))
+            return out
+        for name in undeclared:
             out.extend(self._unknown(name, calls[name], name == current, width))
-        if not out:
-            out.append(Text("This run declares no tools.", style="dim italic"))
         return out
 
     def _tool(self, spec: dict, name: str, counts: list, current: bool, width: int) -> list:
@@ -75,7 +84,10 @@ class ToolsPane(LinePane):
         name_style = "bold red strike" if unknown else "bold"
         text = Text.assemble((pointer, "bold"))
         text.append(one_line(name, 40), style=name_style)
-        text.append(f"({signature})" if not unknown else " (unknown tool)", style="red" if unknown else "")
+        if unknown:
+            text.append(" (unknown tool)", style="red")
+        elif signature or name in self._declared():
+            text.append(f"({signature})")
         counter = f"{made}×"
         if failed:
             counter += f" {failed}✗"

@@ -94,6 +94,31 @@ class EventRun:
     def events(self) -> list[ev.Event]:
         return list(self._events)
 
+    def extend(self, events: list[ev.Event]) -> None:
+        """Append events that continue the run; only the steps they touch are regrouped."""
+        self._events.extend(events)
+        records = self._run.records
+        current: list[ev.Event] = []
+        number = 0
+        for event in events:
+            if isinstance(event, ev.StepStart):
+                if number:
+                    records.append(StepRecord.from_events(number, current))
+                number, current = event.step, [event]
+                continue
+            if isinstance(event, ev.RunEnd):
+                self._run.end = event
+            if isinstance(event, (ev.RunStart, ev.Checkpoint)):
+                continue
+            if number:
+                current.append(event)
+            elif records:  # a late event of the last step: rebuild that one record
+                last = records[-1]
+                records[-1] = StepRecord.from_events(last.step, last.events + (event,))
+                del self._states[last.step:]
+        if number:
+            records.append(StepRecord.from_events(number, current))
+
 
 class LiveRun:
     """A plan run by the engine one step at a time, as the user steps forward.
@@ -106,6 +131,7 @@ class LiveRun:
         self._listeners: list[Callable[[ev.Event], None]] = []
         self._agent_run = agent_run_factory(self._on_event)
         self._view = EventRun(self._events, title)
+        self._grouped = len(self._events)  # events already handed to the view
         self.info = self._view.info
         self.title = self._view.title
 
@@ -125,10 +151,8 @@ class LiveRun:
         if self._agent_run.done:
             return False
         self._agent_run.step()
-        # Regroup: cheap for plan-sized runs, and keeps one derivation code path.
-        cached = self._view._states
-        self._view = EventRun(self._events, self.title)
-        self._view._states = cached[: len(self._view._run.records) + 1]
+        self._view.extend(self._events[self._grouped:])
+        self._grouped = len(self._events)
         return True
 
     def advance_to(self, step: int) -> None:

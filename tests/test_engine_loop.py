@@ -238,3 +238,19 @@ def test_a_tokenizer_that_raises_ends_the_run_with_the_error_recorded():
     assert trace.outcome.status == "tokens error"
     assert trace.outcome.message == "ValueError: vocabulary missing"
     assert trace.events[0].guards["token_estimator"] == "test_a_tokenizer_that_raises_ends_the_run_with_the_error_recorded.<locals>.tokenizer"
+
+
+def test_a_step_without_an_action_repeats_nothing():
+    outputs = ["Action: get[a]", "Action: get[a]", "Final Answer: 1"]
+    trace = ReActAgent(ScriptedOutputs(outputs), flaky_registry(), guards=[RepetitionGuard("consecutive")]).run("x")
+    counters = [e.repeats for e in trace.events if isinstance(e, ev.GuardCounters)]
+    assert counters == [[1, 3], [2, 3], [0, 3]]
+
+
+def test_the_repeat_counter_moves_even_on_the_step_the_token_budget_stops():
+    outputs = ["Action: get[a]", "Action: get[a]"]
+    first = ReActAgent(ScriptedOutputs(outputs), flaky_registry()).run("x")
+    spent = [e.step_tokens for e in first.events if isinstance(e, ev.GuardCounters)]
+    trace = ReActAgent(ScriptedOutputs(outputs), flaky_registry(), guards=[TokenBudget(spent[0] + 1)]).run("x")
+    assert trace.outcome.status == "token budget exhausted"
+    assert [e.repeats for e in trace.events if isinstance(e, ev.GuardCounters)] == [[1, None], [2, None]]

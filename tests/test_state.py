@@ -121,3 +121,27 @@ def test_a_live_run_replays_past_events_to_late_subscribers(hallucinating):
     live.subscribe(seen.append)
     live.advance_to(2)
     assert [e.to_dict() for e in seen] == [e.to_dict() for e in live.events()]
+
+
+@pytest.mark.parametrize("plan", ["library_hallucinating.toml", "kv_tax.toml", "library_stuck.toml",
+                                  "memory_research.toml", "tool_failures.toml"])
+def test_a_live_run_groups_steps_exactly_as_a_finished_run(sample_plans, plan):
+    loaded = load_plan(sample_plans / plan)
+    live = plan_document(loaded).runs[0]
+    live.advance_to(10_000)
+    finished = EventRun(loaded.run().events)
+    assert live.step_count == finished.step_count
+    assert live.end == finished.end
+    for step in range(finished.step_count + 1):
+        if step:
+            assert live.record(step) == finished.record(step)
+        assert live.state_at(step) == finished.state_at(step)
+
+
+def test_extending_a_run_with_a_late_event_rebuilds_only_the_last_step(hallucinating):
+    events = hallucinating.run().events
+    view = EventRun(events[:-1])
+    before = view.state_at(view.step_count)
+    assert before.outcome is None
+    view.extend(events[-1:])  # the run_end of the last step
+    assert view.end is not None and view.state_at(view.step_count).outcome == "answered"

@@ -17,7 +17,13 @@ from agentdbg.engine.parsers import (
     parse_plan_step,
     parse_script_step,
 )
-from agentdbg.engine.policies import CallablePolicy, Policy, ScriptedOutputs, ScriptedPlan, ToyScript
+from agentdbg.engine.policies import (
+    CallablePolicy,
+    Policy,
+    ScriptedOutputs,
+    ScriptedPlan,
+    ToyScript,
+)
 from agentdbg.engine.tokens import estimate_tokens
 from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
 

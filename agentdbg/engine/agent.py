@@ -303,10 +303,12 @@ class AgentRun:
         else:
             emit(ev.ParseFailed(step=number, message=result.parse_error or "", text=written))
 
+        # Both counters move every step, so each step's counters describe that step.
         trip = agent.token_budget.spend(step_tokens)
-        if trip is None and isinstance(result.parsed, Action):
-            trip = agent.repetition.check(result.parsed.signature(), result.parsed.call)
-        elif result.parsed is None:
+        if isinstance(result.parsed, Action):
+            repeated = agent.repetition.check(result.parsed.signature(), result.parsed.call)
+            trip = trip or repeated
+        else:
             agent.repetition.no_action()
         if trip is not None:
             return self._stop(result, trip, step_tokens)

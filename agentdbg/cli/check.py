@@ -129,11 +129,14 @@ def run(args: argparse.Namespace) -> int:
         return render.fail("check", str(exc))
     finally:
         document.close()
-    if args.json:
-        print(render.dumps(result))
-    else:
-        _print(result, names)
-        render.print_problems(document, "check")
+    try:
+        if args.json:
+            print(render.dumps(result), flush=True)
+        else:
+            _print(result, names)
+            render.print_problems(document, "check")
+    except BrokenPipeError:
+        render.quiet_broken_pipe()
     return 0 if result["ok"] else 1
 
 

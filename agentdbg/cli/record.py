@@ -14,8 +14,8 @@ from pathlib import Path
 from rich.text import Text
 
 from agentdbg.cli import render
-from agentdbg.trace.format import CHECKPOINT_EVERY
 from agentdbg.text import one_line
+from agentdbg.trace.format import CHECKPOINT_EVERY
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

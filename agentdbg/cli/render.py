@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
-from rich.text import Text
+from rich.style import Style
+from rich.text import Span, Text
 
 from agentdbg.engine import events as ev
 from agentdbg.runs import Document
@@ -141,6 +144,13 @@ def print_problems(document: Document, command: str, file: TextIO | None = None)
         print(f"agentdbg {command}: warning: {len(problems) - MAX_PROBLEMS_SHOWN} more problems in {document.path}", file=out)
 
 
+def quiet_broken_pipe() -> None:
+    """The reader went away (``agentdbg show big.jsonl | head``): stop writing, quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def fail(command: str, message: str) -> int:
     print(f"agentdbg {command}: error: {one_line(message, 2000)}", file=sys.stderr)
     return 2
@@ -215,32 +225,66 @@ def guards_text(info: RunInfo) -> str:
     return " · ".join(_clean(p) for p in parts if p) or "none"
 
 
+_WRAPPERS: dict[int, Console] = {}
+
+
+def _wrap(text: Text, width: int) -> list[Text]:
+    plain = text.plain
+    if "\n" not in plain and (len(plain) <= width // 2 or cell_len(plain) <= width):
+        return [text]  # the common case: one short line, no wrapping work
+    console = _WRAPPERS.get(width)
+    if console is None:
+        console = _WRAPPERS[width] = Console(width=width, highlight=False, markup=False, emoji=False)
+    return list(text.wrap(console, width, overflow="fold"))
+
+
+def emit(console: Console, text: Text) -> None:
+    """Print pre-wrapped text: plainly when there is no colour to show (a pipe, a file, a CI
+    log), which is many times faster on long transcripts."""
+    if console.color_system is None:
+        console.file.write(text.plain)
+    else:
+        console.print(text, end="", soft_wrap=True)
+
+
 def rows_text(rows: list[tuple[str, str, str | Text]], width: int, number_width: int = 4,
               label_width: int = 12) -> Text:
     """Rows of (number, label, value) with the value wrapped under itself (a hanging
     indent), and no trailing spaces: readable in a terminal, a CI log or a file."""
     indent = (number_width + 1 if number_width else 0) + label_width + 1
     wrap_width = max(width - indent, 20)
-    out = Text()
-    console = Console(width=wrap_width, highlight=False, markup=False, emoji=False)
+    pieces: list[str] = []
+    spans: list[Span] = []
+    position = 0
+
+    def put(text: str, style: str | Style = "") -> None:
+        nonlocal position
+        pieces.append(text)
+        if style and text:
+            spans.append(Span(position, position + len(text), style))
+        position += len(text)
+
     for number, label, value in rows:
         text = value if isinstance(value, Text) else Text(value)
-        lines = text.wrap(console, wrap_width, overflow="fold") if text.plain else [Text("")]
+        lines = _wrap(text, wrap_width) if text.plain else [Text("")]
         for index, line in enumerate(lines):
+            line.rstrip()
+            plain = line.plain
             if index == 0:
                 if number_width:
-                    out.append(number.rjust(number_width), style="bold")
-                    out.append(" ")
-                label_text = label.ljust(label_width) if line.plain else label
-                out.append(label_text, style=LABEL_STYLES.get(label.strip(), "dim"))
-                if line.plain:
-                    out.append(" ")
+                    put(number.rjust(number_width), "bold" if number else "")
+                    put(" ")
+                put(label.ljust(label_width) if plain else label, LABEL_STYLES.get(label.strip(), "dim"))
+                if plain:
+                    put(" ")
             else:
-                out.append(" " * indent)
-            line.rstrip()
-            out.append_text(line)
-            out.append("\n")
-    return out
+                put(" " * indent)
+            if line.style:
+                spans.append(Span(position, position + len(plain), line.style))
+            spans.extend(Span(position + span.start, position + span.end, span.style) for span in line.spans)
+            put(plain)
+            put("\n")
+    return Text("".join(pieces), spans=spans)
 
 
 def run_header(run: Any, number: int, total: int | None, path: str, width: int) -> Text:

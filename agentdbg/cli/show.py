@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich.text import Text
+
 from agentdbg.cli import render
 from agentdbg.text import sanitize
 
@@ -34,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     except render.InputError as exc:
         code = render.fail("show", str(exc))
     except BrokenPipeError:  # `agentdbg show big.jsonl | head`
-        sys.stderr.close()
-        code = 0
+        render.quiet_broken_pipe()
+        return 0
     finally:
         document.close()
     render.print_problems(document, "show")
@@ -44,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _show_transcript(document, args: argparse.Namespace) -> int:
     console = render.make_console()
+    width = console.width  # asked once: rich measures the terminal each time
     single = args.run is not None
     out = sys.stdout
     for number, run in render.iter_runs(document, args.run):
@@ -54,22 +57,21 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
             out.write(head[:-1] + ', "steps": [')
         else:
             total = len(document.runs) if getattr(document, "complete", True) else None
-            console.print(render.run_header(run, number, None if single else total, document.path, console.width),
-                          end="", soft_wrap=True)
+            render.emit(console, render.run_header(run, number, None if single else total, document.path, width))
         first = True
         for record in render.iter_records(run, max(args.first, 1), args.last):
             if args.json:
                 out.write(("" if first else ", ") + render.dumps(render.record_dict(record)))
                 first = False
             else:
-                console.print(render.step_block(record, console.width), end="", soft_wrap=True)
+                render.emit(console, render.step_block(record, width))
         if args.json:
             end = run.end
             tail = render.dumps({"step_count": run.step_count, "outcome": render.run_outcome(run),
                                  "answer": None if end is None else end.answer})
             out.write("], " + tail[1:] + "\n")
         else:
-            console.print(render.outcome_text(run, console.width), end="", soft_wrap=True)
+            render.emit(console, render.outcome_text(run, width))
     out.flush()
     return 0
 
@@ -89,12 +91,9 @@ def _show_step(document, args: argparse.Namespace) -> int:
         }))
         return 0
     console = render.make_console()
-    console.print(render.run_header(run, number, None, document.path, console.width), end="", soft_wrap=True)
-    console.print()
-    if record is not None:
-        console.print(render.step_block(record, console.width), end="", soft_wrap=True)
-    else:
-        console.print(sanitize("(before the first step)"))
-    console.print()
-    console.print(render.state_block(state, run.info, console.width), end="", soft_wrap=True)
+    render.emit(console, render.run_header(run, number, None, document.path, console.width))
+    render.emit(console, render.step_block(record, console.width) if record is not None
+                else Text(sanitize("(before the first step)") + "\n"))
+    render.emit(console, Text("\n"))
+    render.emit(console, render.state_block(state, run.info, console.width))
     return 0

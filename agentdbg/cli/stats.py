@@ -42,11 +42,14 @@ def run(args: argparse.Namespace) -> int:
         document.close()
     result = {"path": document.path, "kind": document.kind, "runs": runs,
               "problems": [str(p) for p in document.problems]}
-    if args.json:
-        print(render.dumps(result))
-    else:
-        _print(result)
-        render.print_problems(document, "stats")
+    try:
+        if args.json:
+            print(render.dumps(result), flush=True)
+        else:
+            _print(result)
+            render.print_problems(document, "stats")
+    except BrokenPipeError:
+        render.quiet_broken_pipe()
     return 0
 
 

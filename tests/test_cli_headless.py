@@ -393,3 +393,20 @@ def test_record_rejects_what_is_not_a_runnable_plan(tmp_path: Path, sample_plans
     target = sample_plans / "library_good_python.toml" if args == ["library_good_python"] else tmp_path / args[0]
     code, _, err = run_cli(capsys, "record", target, "-o", tmp_path / "out.jsonl")
     assert code == 2 and message in err and not (tmp_path / "out.jsonl").exists()
+
+
+def test_show_into_a_pipe_that_closes_early_exits_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.jsonl"
+    with TraceWriter(path) as writer:
+        writer.write_all(synthetic_run(20_000, seed=5))
+    process = subprocess.Popen([sys.executable, "-m", "agentdbg", "show", str(path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = process.stdout.readline()
+    process.stdout.close()  # like `| head -1`
+    code = process.wait(60)
+    err = process.stderr.read().decode()
+    process.stderr.close()
+    assert first == b"\n" and code == 0 and err == ""

@@ -410,3 +410,13 @@ def test_show_into_a_pipe_that_closes_early_exits_quietly(tmp_path: Path) -> Non
     err = process.stderr.read().decode()
     process.stderr.close()
     assert first == b"\n" and code == 0 and err == ""
+
+
+def test_a_trace_with_no_runs(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "header_only.jsonl"
+    path.write_text(fmt.header_line())
+    code, out, err = run_cli(capsys, "check", path)
+    assert code == 2 and "no runs to check" in err
+    code, out, err = run_cli(capsys, "show", path)
+    assert code == 0 and "no runs" in err
+    assert stats_of(capsys, path) == []

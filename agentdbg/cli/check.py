@@ -164,6 +164,8 @@ def _check(document: Any, names: list[str], args: argparse.Namespace) -> dict[st
                      "outcome": render.run_outcome(run), "counts": {k: v for k, v in counts.items() if v},
                      "failures": listed})
     render.wait_for_index(document)
+    if not runs:  # nothing to gate on: a pipeline that recorded nothing must not pass
+        raise render.InputError(f"{document.path}: no runs to check")
     damaged = [str(p) for p in document.problems]
     failed = {name for r in runs for name in r["counts"]}
     if "damaged" in names and damaged:

@@ -49,7 +49,9 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
     width = console.width  # asked once: rich measures the terminal each time
     single = args.run is not None
     out = sys.stdout
+    shown = 0
     for number, run in render.iter_runs(document, args.run):
+        shown += 1
         if args.json:
             # One JSON object per run, on one line, written as it is read: the steps array
             # is streamed, so even a million-step run never sits in memory.
@@ -73,6 +75,8 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
         else:
             render.emit(console, render.outcome_text(run, width))
     out.flush()
+    if not shown:
+        print(f"agentdbg show: {document.path}: no runs", file=sys.stderr)
     return 0
 
 

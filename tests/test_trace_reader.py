@@ -721,3 +721,12 @@ def test_checkpoints_of_several_runs_stay_with_their_run(tmp_path: Path, sample_
             expected = EventRun(events)
             for step in range(run.step_count, -1, -1):
                 assert run.state_at(step) == expected.state_at(step)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert not sniff(fifo)
+    with pytest.raises(OpenError, match="not a regular file"):
+        open_trace(fifo)

@@ -65,6 +65,8 @@ def sniff(path: str | Path) -> bool:
     """True when ``path`` looks like an agentdbg trace (its first line is the header, or
     an agentdbg ``run_start`` event). Reads at most the first 64 KiB."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a directory, a pipe or a device: never a trace (and never block on it)
         with open(path, "rb") as handle:
             head = handle.read(SNIFF_BYTES)
     except OSError:
@@ -806,7 +808,7 @@ def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, backgr
     is indexed by a background thread (``background=False``: before returning)."""
     name = str(path)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a named pipe must not block
     except FileNotFoundError:
         raise _open_error(f"{name}: no such file") from None
     except IsADirectoryError:

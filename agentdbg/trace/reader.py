@@ -241,7 +241,8 @@ class _Source:
             what = f"a {kind.group(1)} event" if kind else "a line"
             note = f"{what} of {_size_text(line.length)}, over the {_size_text(self.max_line_bytes)} limit: not decoded"
             self.report(line.offset, f"line too long: {note}")
-            return ev.RawRecord(step=step, source="line too long", data={"preview": preview, "bytes": line.length}, note=note)
+            shown = f"{note}; it begins: {preview[:200]}…"
+            return ev.RawRecord(step=step, source="line too long", data={"preview": preview, "bytes": line.length}, note=shown)
         raw = line.data
         if raw.endswith(b"\r"):
             raw = raw[:-1]

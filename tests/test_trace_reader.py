@@ -730,3 +730,19 @@ def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
     assert not sniff(fifo)
     with pytest.raises(OpenError, match="not a regular file"):
         open_trace(fifo)
+
+
+def test_problems_are_announced_as_they_are_found(hallucinating: Path, monkeypatch) -> None:
+    data = hallucinating.read_bytes()
+    damaged = data.replace(b'{"type":"thought","step":3,', b'{"type":"thought","step":3,,')
+    hallucinating.write_bytes(damaged[:-10])  # and a cut-off last line
+    monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda self: None)
+    document = open_trace(hallucinating)
+    heard = []
+    document.subscribe(on_problem=heard.append)
+    document.index.scan_all()
+    assert [p.message.split(" (")[0] for p in heard] == ["the last line is incomplete"]
+    document.runs[0].record(3)
+    assert len(heard) == 2 and heard[1].line == line_of(hallucinating, b'"step":3,,')
+    assert heard == document.problems
+    document.close()

@@ -736,6 +736,7 @@ def test_problems_are_announced_as_they_are_found(hallucinating: Path, monkeypat
     data = hallucinating.read_bytes()
     damaged = data.replace(b'{"type":"thought","step":3,', b'{"type":"thought","step":3,,')
     hallucinating.write_bytes(damaged[:-10])  # and a cut-off last line
+    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 100)  # what open_trace finds is in .problems already
     monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda self: None)
     document = open_trace(hallucinating)
     heard = []

@@ -120,6 +120,10 @@ class DebuggerApp(App[None]):
         self.query_one(Timeline).focus()
         self.set_interval(POLL_SECONDS, self.poll)
 
+    def on_unmount(self) -> None:
+        if self.document is not None:
+            self.document.close()  # stops a file's indexing thread
+
     # --- the document and its runs ---------------------------------------------------------
     @property
     def session(self) -> DebugSession | None:

@@ -91,6 +91,10 @@ class ToolsPane(LinePane):
         counter = f"{made}×"
         if failed:
             counter += f" {failed}✗"
+        room = width - len(counter) - 1
+        if text.cell_len > room:  # the counts stay on the tool's line
+            text.truncate(max(room - 1, 1))
+            text.append("…")
         pad = max(width - text.cell_len - len(counter), 1)
         text.append(" " * pad)
         text.append(f"{made}×", style="bold" if made else "dim")

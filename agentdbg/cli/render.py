@@ -297,7 +297,7 @@ def run_header(run: Any, number: int, total: int | None, path: str, width: int) 
     title.append(f"  ({sanitize(path)})", style="dim")
     rows = []
     if info.task:
-        rows.append(("", "task", _clean(info.task)))
+        rows.append(("", "task", _first_lines(_clean(info.task), 12)))
     tools = sorted(info.tool_names() - {""})
     rows.append(("", "tools", _clean(", ".join(tools)) or "none"))
     rows.append(("", "guards", guards_text(info)))
@@ -309,6 +309,13 @@ def run_header(run: Any, number: int, total: int | None, path: str, width: int) 
     out.append_text(rows_text(rows, width, number_width=0, label_width=7))
     out.append("\n")
     return out
+
+
+def _first_lines(text: str, count: int) -> str:
+    lines = text.split("\n")
+    if len(lines) <= count:
+        return text
+    return "\n".join(lines[:count]) + f"\n… ({len(lines) - count} more lines; --json has them all)"
 
 
 def run_title(run: Any, number: int) -> str:

@@ -277,7 +277,7 @@ def rows_text(rows: list[tuple[str, str, str | Text]], width: int, number_width:
                 put(label.ljust(label_width) if plain else label, LABEL_STYLES.get(label.strip(), "dim"))
                 if plain:
                     put(" ")
-            else:
+            elif plain:  # a blank line inside a value stays blank: no trailing spaces
                 put(" " * indent)
             if line.style:
                 spans.append(Span(position, position + len(plain), line.style))

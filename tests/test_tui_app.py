@@ -390,3 +390,12 @@ async def test_nothing_open_says_why_and_offers_open(tmp_path):
         assert "nope.jsonl" in screen_text(app)
         await press(pilot, "escape", "o")
         assert app.screen.id == "open"
+
+
+def test_a_first_time_action_leaves_the_repeat_bar_empty():
+    from agentdbg.tui.widgets.guards import level, progress
+
+    assert progress("repeat", 1, 2) == 0.0 and level(1, 2, "repeat") == "ok"
+    assert progress("repeat", 2, 2) == 1.0 and level(2, 2, "repeat") == "at"
+    assert progress("repeat", 2, 3) == 0.5
+    assert progress("steps", 3, 6) == 0.5 and level(6, 6, "steps") == "at"

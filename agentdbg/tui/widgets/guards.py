@@ -16,11 +16,21 @@ LABEL_WIDTH = 7
 GUARDS = (("steps", "steps"), ("repeats", "repeat"), ("errors", "errors"), ("tokens", "tokens"))
 
 
-def level(value: int, limit: int | None) -> str:
+def progress(name: str, value: int, limit: int | None) -> float:
+    """How far a counter has gone towards its limit, 0..1. The repeat counter counts
+    occurrences of the current action, so its first occurrence is the empty bar."""
+    if not limit:
+        return 0.0
+    if name == "repeat":
+        return max(value - 1, 0) / (limit - 1) if limit > 1 else float(value >= limit)
+    return value / limit
+
+
+def level(value: int, limit: int | None, name: str = "") -> str:
     """ok / near / at: how close a counter is to its limit."""
     if not limit:
         return "off"
-    ratio = value / limit
+    ratio = progress(name, value, limit)
     if ratio >= 1:
         return "at"
     if ratio >= 0.75:
@@ -76,7 +86,7 @@ class GuardsPane(LinePane):
         state = self.state
         if state is None:
             return {}
-        return {name: level(*_pair(getattr(state, attr))) for attr, name in GUARDS}
+        return {name: level(*_pair(getattr(state, attr)), name) for attr, name in GUARDS}
 
     def build(self, width: int) -> list[Text]:
         state = self.state
@@ -101,8 +111,8 @@ class GuardsPane(LinePane):
             return text
         figure = f"{value:,}/{limit:,}"
         bar_width = max(width - LABEL_WIDTH - len(figure) - 1, 4)
-        style = LEVEL_STYLES[level(value, limit)]
-        filled = min(bar_width, round(bar_width * value / limit))
+        style = LEVEL_STYLES[level(value, limit, name)]
+        filled = min(bar_width, round(bar_width * progress(name, value, limit)))
         text.append("█" * filled, style=style)
         text.append("░" * (bar_width - filled), style="dim")
         text.append(" " + figure, style=style)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentdbg.engine import events as ev
+from agentdbg.engine.events import _check_counter, _is_count
 
 STATE_VERSION = 1
 
@@ -297,6 +298,17 @@ class RunState:
         """Read a checkpoint's state; ValueError when it is not one this version wrote."""
         if not isinstance(data, dict) or data.get("v") != STATE_VERSION:
             raise ValueError("checkpoint state has an unknown version")
+        for key in ("steps", "repeats", "errors", "tokens"):
+            if not isinstance(data.get(key), list) or _check_counter(data[key]):
+                raise ValueError(f"checkpoint state is malformed: {key!r} should be [count, limit or null]")
+        calls = data.get("tool_calls")
+        if not isinstance(calls, dict) or not all(
+            isinstance(v, list) and len(v) == 2 and all(_is_count(n) for n in v) for v in calls.values()
+        ):
+            raise ValueError("checkpoint state is malformed: 'tool_calls' should map tools to [calls, failures]")
+        trips = data.get("trips")
+        if not isinstance(trips, list) or not all(isinstance(t, list) and len(t) == 3 for t in trips):
+            raise ValueError("checkpoint state is malformed: each guard trip should be [step, guard, message]")
         try:
             m = data["memory"]
             return cls(

@@ -60,6 +60,14 @@ def test_fields_at_their_default_are_not_written():
         ({"type": "observation", "step": 1, "text": "x", "error": "yes"}, "field 'error' should be bool"),
         ({"type": "action", "step": 1, "tool": "t", "args": 3}, "field 'args' should be dict or str"),
         ({"type": "run_end", "step": 1, "outcome": "x", "steps": 1.5}, "field 'steps' should be int"),
+        ({"type": "guards", "step": 1, "steps": [1]}, r"field 'steps' should be \[count, limit or null\]"),
+        ({"type": "guards", "step": 1, "repeats": ["1", 2]}, "field 'repeats' should be"),
+        ({"type": "guards", "step": 1, "errors": [True, None]}, "field 'errors' should be"),
+        ({"type": "guards", "step": 1, "tokens": [5, -1]}, "field 'tokens' should be"),
+        ({"type": "memory_update", "step": 1, "added": [1]}, "field 'added' should be a list of strings"),
+        ({"type": "memory_recall", "step": 1, "query": "q", "results": [{"text": "a"}]}, "field 'results' should be a list of"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": ["calc"]}, "field 'tools' should be a list of tool specs"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": [{"name": "c", "params": []}]}, "params as an object"),
     ],
 )
 def test_malformed_events_say_what_is_wrong(data, message):

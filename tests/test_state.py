@@ -145,3 +145,41 @@ def test_extending_a_run_with_a_late_event_rebuilds_only_the_last_step(hallucina
     assert before.outcome is None
     view.extend(events[-1:])  # the run_end of the last step
     assert view.end is not None and view.state_at(view.step_count).outcome == "answered"
+
+
+# Any event the schema accepts must fold into state without raising: views never crash.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agentdbg.engine.events import event_from_dict  # noqa: E402
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from(["text", "score", "name", "params", "x"]), kids, max_size=3),
+    max_leaves=8,
+)
+_field_names = ["text", "tool", "args", "call", "id", "message", "kind", "error", "answer", "steps", "repeats",
+                "errors", "tokens", "step_tokens", "guard", "query", "results", "added", "evicted", "summary",
+                "stored", "outcome", "source", "data", "note", "task", "tools", "guards", "memory", "state"]
+_event = st.fixed_dictionaries(
+    {"type": st.sampled_from(sorted(ev.EVENT_TYPES) + ["other"]), "step": st.integers(0, 4)},
+    optional={name: st.one_of(_values, st.lists(st.integers(0, 9) | st.none(), min_size=2, max_size=2))
+              for name in _field_names},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_event, max_size=12))
+def test_whatever_the_schema_accepts_folds_into_state(dicts):
+    events = []
+    for data in dicts:
+        try:
+            events.append(event_from_dict(data))
+        except ValueError:
+            pass
+    run = group_run(events)
+    for state in run.states():
+        RunState.from_dict(state.to_dict())
+    for record in run.records:
+        record.marker()
+        record.transcript()

@@ -607,7 +607,7 @@ def test_malformed_guard_counters_are_kept_as_raw_records(hallucinating: Path, g
         assert run.record(2).guards is None and run.record(2).raw
         assert run.state_at(5).answer == "2"
         (problem,) = document.problems
-        assert problem.line == line_of(hallucinating, b'"x":[2,6]') and "pair" in problem.message
+        assert problem.line == line_of(hallucinating, b'"x":[2,6]') and "should be [count, limit or null]" in problem.message
 
 
 def test_step_bytes_are_the_steps_lines_as_written(hallucinating: Path) -> None:

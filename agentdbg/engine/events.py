@@ -259,6 +259,52 @@ def _type_ok(value: Any, spec: _FieldSpec) -> bool:
     return isinstance(value, spec.types)
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_counter(value: list) -> str | None:
+    if len(value) != 2 or not _is_count(value[0]) or not (value[1] is None or _is_count(value[1])):
+        return "should be [count, limit or null]"
+    return None
+
+
+def _check_texts(value: list) -> str | None:
+    return None if all(isinstance(item, str) for item in value) else "should be a list of strings"
+
+
+def _check_results(value: list) -> str | None:
+    for item in value:
+        if not (isinstance(item, dict) and isinstance(item.get("text"), str)
+                and isinstance(item.get("score"), (int, float)) and not isinstance(item.get("score"), bool)):
+            return 'should be a list of {"text": string, "score": number}'
+    return None
+
+
+def _check_tools(value: list) -> str | None:
+    for item in value:
+        if not (isinstance(item, dict) and isinstance(item.get("name"), str)):
+            return 'should be a list of tool specs with a "name"'
+        if not isinstance(item.get("params", {}), dict):
+            return "should give each tool's params as an object"
+    return None
+
+
+# Shapes inside fields that the derived state relies on: checked here, so a damaged
+# event is refused at the door instead of breaking a view later.
+_NESTED = {
+    (GuardCounters, "steps"): _check_counter,
+    (GuardCounters, "repeats"): _check_counter,
+    (GuardCounters, "errors"): _check_counter,
+    (GuardCounters, "tokens"): _check_counter,
+    (MemoryUpdate, "added"): _check_texts,
+    (MemoryUpdate, "evicted"): _check_texts,
+    (MemoryUpdate, "stored"): _check_texts,
+    (MemoryRecall, "results"): _check_results,
+    (RunStart, "tools"): _check_tools,
+}
+
+
 def event_from_dict(data: Any) -> Event:
     """Build a typed event from its JSON object; raise ValueError saying what is wrong.
 
@@ -283,6 +329,10 @@ def event_from_dict(data: Any) -> Event:
                 raise ValueError(
                     f"{kind} event: field {spec.name!r} should be {wanted}, got {type(value).__name__}"
                 )
+            check = _NESTED.get((cls, spec.name))
+            problem = check(value) if check is not None else None
+            if problem:
+                raise ValueError(f"{kind} event: field {spec.name!r} {problem}, got {value!r:.60}")
             kwargs[spec.name] = value
         elif spec.required:
             raise ValueError(f"{kind} event: missing field {spec.name!r}")

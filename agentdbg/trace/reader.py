@@ -266,8 +266,6 @@ class _Source:
             return None
         try:
             event = ev.event_from_dict(data)
-            if isinstance(event, ev.GuardCounters):
-                _check_pairs(event, "guards event")
         except ValueError as exc:
             self.report(line.offset, f"not a valid event: {exc}; kept as a raw record")
             return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
@@ -301,24 +299,6 @@ class _Source:
                                          f"(the line opening step {event.step} is missing or damaged)")
             events.append(event)
         return events
-
-
-def _check_pairs(holder: object, what: str) -> None:
-    """Guard counters are [value, limit] pairs of numbers (limit null when off); the
-    derived state indexes them, so a malformed pair is rejected where it is read."""
-    for name in ("steps", "repeats", "errors", "tokens"):
-        pair = getattr(holder, name)
-        if not (isinstance(pair, list) and len(pair) == 2 and all(
-                value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)) for value in pair)):
-            raise ValueError(f"{what}: {name!r} should be a [value, limit] pair of numbers, got {pair!r}")
-
-
-def _check_tool_calls(state: RunState) -> None:
-    for name, calls in state.tool_calls.items():
-        if not (len(calls) == 2 and all(isinstance(n, int) and not isinstance(n, bool) for n in calls)):
-            raise ValueError(f"checkpoint state: tool {name!r} should count [calls, failures], got {calls!r}")
-    if not all(isinstance(trip, tuple) and len(trip) == 3 for trip in state.trips):
-        raise ValueError("checkpoint state: each guard trip should be [step, guard, message]")
 
 
 class _RunIndex:
@@ -713,8 +693,6 @@ class TraceRun:
             else:
                 try:
                     state = RunState.from_dict(event.state)
-                    _check_pairs(state, "checkpoint state")
-                    _check_tool_calls(state)
                 except ValueError as exc:
                     problem = str(exc)
                 else:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from agentdbg.debugger import quick
 from agentdbg.debugger.filters import Filter, parse_filter
+from agentdbg.text import sanitize
 
 AUTO_BREAKS: dict[str, str] = {
     "tool_error": "a tool call failed: unknown tool, bad arguments, exception, timeout",
@@ -34,13 +34,9 @@ SIDECAR_FORMAT = "agentdbg-breakpoints"
 SIDECAR_VERSION = 1
 REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
 
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x1f\x7f-\x9f]")
-
-
 def one_line(text: Any, width: int = REASON_WIDTH) -> str:
     """Untrusted text made safe for a status line: no control sequences, no newlines, short."""
-    text = _CONTROL.sub(" ", text if isinstance(text, str) else str(text))
-    text = " ".join(text.split())
+    text = " ".join(sanitize(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -81,7 +81,8 @@ def _conversations(src: Source) -> list[dict]:
 def _from_value(src: Source, value: Any, line: int | None) -> list[dict]:
     if isinstance(value, dict):
         if isinstance(value.get("messages"), list):
-            return [{"entries": [(m, line, m) for m in value["messages"]], "system": value.get("system"),
+            return [{"entries": [(m if isinstance(m, dict) else None, line, m) for m in value["messages"]],
+                     "system": value.get("system"),
                      "tools": value.get("tools"), "model": value.get("model")}]
         if "role" in value:
             return [{"entries": [(value, line, value)], "model": value.get("model")}]
@@ -148,7 +149,7 @@ def _merge_turns(entries: list) -> list:
 def _conversation_events(src: Source, entries: list, system: Any = None, tools: Any = None,
                          model: Any = None) -> tuple[list, int]:
     specs = [tool_spec(str(t.get("name")), text_of(t.get("description")), params_from_schema(t.get("input_schema")))
-             for t in tools or [] if isinstance(t, dict) and t.get("name")]
+             for t in (tools if isinstance(tools, list) else []) if isinstance(t, dict) and t.get("name")]
     builder = RunBuilder(name=str(model) if model else "", source=src.path,
                          policy=f"recorded: {model}" if model else "recorded chat", tools=specs)
     chat = ChatAssembler(builder, src, "anthropic")

@@ -147,7 +147,8 @@ def _usage(message: dict) -> int | None:
 
 def _calls(message: dict) -> list[Call]:
     calls: list[Call] = []
-    for item in message.get("tool_calls") or []:
+    made = message.get("tool_calls")
+    for item in made if isinstance(made, list) else []:
         if not isinstance(item, dict):
             continue
         fn = item.get("function") if isinstance(item.get("function"), dict) else {}

@@ -61,7 +61,7 @@ def any_value(value: Any) -> Any:
     if "intValue" in value:
         try:
             return int(value["intValue"])
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return value["intValue"]
     if "doubleValue" in value:
         return value["doubleValue"]
@@ -104,10 +104,18 @@ class _Span:
         return text_of(self.attrs.get("gen_ai.operation.name"))
 
 
+def _failed(code: Any) -> bool:
+    return isinstance(code, (int, str)) and not isinstance(code, bool) and code in _ERROR_STATUS
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _nanos(value: Any) -> int:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
 
 
@@ -118,11 +126,11 @@ def _spans(src: Source) -> list[_Span]:
         exports = [load_json(src)]
     spans: list[_Span] = []
     for export in exports:
-        for resource in export.get("resourceSpans", []) if isinstance(export, dict) else []:
+        for resource in _list(export.get("resourceSpans")) if isinstance(export, dict) else []:
             if not isinstance(resource, dict):
                 continue
-            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-                for span in scope.get("spans", []) if isinstance(scope, dict) else []:
+            for scope in _list(resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans")):
+                for span in _list(scope.get("spans")) if isinstance(scope, dict) else []:
                     if not isinstance(span, dict):
                         continue
                     status = span.get("status") if isinstance(span.get("status"), dict) else {}
@@ -130,7 +138,7 @@ def _spans(src: Source) -> list[_Span]:
                         span, text_of(span.get("traceId")), text_of(span.get("spanId")),
                         text_of(span.get("parentSpanId")), text_of(span.get("name")),
                         _nanos(span.get("startTimeUnixNano")), attributes(span.get("attributes")),
-                        status.get("code") in _ERROR_STATUS, text_of(status.get("message"))))
+                        _failed(status.get("code")), text_of(status.get("message"))))
     return spans
 
 

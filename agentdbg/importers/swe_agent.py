@@ -102,7 +102,8 @@ def tools_from_docs(docs: Any) -> list[dict]:
 
 
 def _task(data: dict, config: dict) -> str:
-    for message in data.get("history") or []:
+    history = data.get("history")
+    for message in history if isinstance(history, list) else []:
         if isinstance(message, dict) and message.get("role") == "user":
             text = openai_chat.content_text(message.get("content"))
             issue = re.search(r"ISSUE:\n(.*?)\n+INSTRUCTIONS:", text, re.S)

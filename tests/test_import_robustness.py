@@ -1,0 +1,99 @@
+"""Whatever a file holds, an importer either reads it into well-formed runs or says it
+cannot (NotImportable): never another exception. Inputs are generated near each format's
+shape, so the generator reaches the converters' inner paths."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentdbg import importers
+from agentdbg.engine import events as ev
+
+KEYS = st.sampled_from([
+    "role", "content", "tool_calls", "id", "function", "name", "arguments", "type", "tool_call_id",
+    "tool_call_ids", "messages", "trajectory", "history", "info", "action", "observation", "thought",
+    "resourceSpans", "scopeSpans", "spans", "attributes", "key", "value", "stringValue", "intValue",
+    "input", "tool_use_id", "is_error", "text", "usage", "exit_status", "submission", "system", "message",
+])
+LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6),
+                 st.sampled_from(["assistant", "user", "tool", "chat", "execute_tool", "invoke_agent",
+                                  "tool_use", "tool_result", "text", "gen_ai.operation.name"]))
+VALUES = st.recursive(LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                    st.dictionaries(KEYS, inner, max_size=5)), max_leaves=30)
+PARTS = st.lists(st.fixed_dictionaries({
+    "type": st.sampled_from(["text", "tool_call", "tool_call_response", "reasoning", "other"]),
+    "id": LEAF, "name": LEAF, "arguments": VALUES, "response": VALUES, "content": LEAF}), max_size=3)
+MESSAGES_ATTR = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "tool"]),
+                                                "parts": PARTS}), max_size=3).map(json.dumps)
+ATTRIBUTE = st.fixed_dictionaries({
+    "key": st.sampled_from(["gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
+                            "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "error.type",
+                            "gen_ai.usage.input_tokens", "gen_ai.input.messages", "gen_ai.output.messages"]),
+    "value": st.one_of(st.fixed_dictionaries({"stringValue": st.one_of(LEAF, MESSAGES_ATTR)}),
+                       st.fixed_dictionaries({"intValue": LEAF}), VALUES)})
+SPAN = st.fixed_dictionaries({
+    "traceId": st.sampled_from(["a", "b", None]), "spanId": st.sampled_from(["1", "2", "3", None]),
+    "parentSpanId": st.sampled_from(["1", "2", "", None]), "name": LEAF, "startTimeUnixNano": LEAF,
+    "status": VALUES, "attributes": st.lists(ATTRIBUTE, max_size=5)})
+OTLP = st.fixed_dictionaries({"resourceSpans": st.lists(st.fixed_dictionaries({"scopeSpans": st.lists(
+    st.fixed_dictionaries({"spans": st.lists(SPAN, max_size=5)}), max_size=2)}), max_size=2)})
+BLOCK = st.fixed_dictionaries({
+    "type": st.sampled_from(["text", "thinking", "tool_use", "tool_result", "image"]),
+    "id": LEAF, "tool_use_id": LEAF, "name": LEAF, "input": VALUES, "content": VALUES, "is_error": LEAF})
+MESSAGE = st.fixed_dictionaries({
+    "role": st.sampled_from(["user", "assistant", "tool", "system", None]),
+    "content": st.one_of(LEAF, st.lists(st.one_of(BLOCK, LEAF), max_size=3)),
+    "tool_calls": st.one_of(LEAF, st.lists(st.fixed_dictionaries({
+        "id": LEAF, "function": st.one_of(LEAF, st.fixed_dictionaries({"name": LEAF, "arguments": VALUES}))}),
+        max_size=3)),
+    "tool_call_id": LEAF, "usage": VALUES})
+TRAJECTORY = st.fixed_dictionaries({
+    "trajectory": st.lists(st.one_of(LEAF, st.fixed_dictionaries({"action": LEAF, "observation": LEAF,
+                                                                  "thought": LEAF})), max_size=4),
+    "history": st.lists(MESSAGE, max_size=3), "info": VALUES, "replay_config": st.one_of(VALUES, st.text(max_size=4))})
+LINES = st.lists(st.sampled_from([
+    "Question: q", "Claim: c", "Thought: t", "Action: a[b]", "Action: x: y", "Action Input: {", "Observation: o",
+    "Final Answer: f", "Answer: a", "Thought 1: t", "Action 1: Search[x]", "Action 2: ", "Finish[x]",
+    "Observation 1: Invalid action: x", "{'steps': 2, 'answer': 'b'}", "-----------", "", "junk"]), max_size=12)
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _every_importer_copes_with(text: str) -> None:
+    for module in importers.FORMATS:
+        module.sniff(text, "generated")
+        try:
+            result = module.convert(text, "generated")
+        except importers.NotImportable:
+            continue
+        for events in result.runs:
+            assert isinstance(events[0], ev.RunStart) and isinstance(events[-1], ev.RunEnd)
+            for event in events:  # each event is one a trace can hold and read back
+                assert ev.event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
+
+
+@SETTINGS
+@given(VALUES)
+def test_any_json(value):
+    _every_importer_copes_with(json.dumps(value))
+
+
+@SETTINGS
+@given(st.one_of(OTLP, TRAJECTORY, st.lists(MESSAGE, max_size=5)))
+def test_json_near_each_format(value):
+    _every_importer_copes_with(json.dumps(value))
+
+
+@SETTINGS
+@given(st.lists(MESSAGE, max_size=5))
+def test_json_lines(messages):
+    _every_importer_copes_with("\n".join(json.dumps(m) for m in messages) + '\n{"role": "user"}')
+
+
+@SETTINGS
+@given(LINES)
+def test_text(lines):
+    _every_importer_copes_with("\n".join(lines))

@@ -15,7 +15,7 @@ process:
 
 and prints steps/second and the ratio to the baseline. No assertion: a figure to watch.
 
-    /tmp/venv/bin/python benchmarks/debugger_scan.py [STEPS]
+    python benchmarks/debugger_scan.py [STEPS]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ unknown-tool errors, repeated actions, parse errors, memory updates with evictio
 token counts, a final answer) and are written by the real trace writer, checkpoints
 included. A 1M-step file is about 300 MB and takes about a minute to write.
 
-    /tmp/venv/bin/python benchmarks/gen_trace.py [STEPS ...] [--runs K] [--force]
+    python benchmarks/gen_trace.py [STEPS ...] [--runs K] [--force]
 
 Files go to benchmarks/data/ (not in version control): trace_10k.jsonl, trace_1m.jsonl, ...
 """

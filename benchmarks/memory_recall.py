@@ -13,7 +13,7 @@ same process:
 and prints milliseconds per call and the ratio to the baseline. No assertion: figures to
 watch (docs/memory.md quotes them).
 
-    /tmp/venv/bin/python benchmarks/memory_recall.py [N ...]
+    python benchmarks/memory_recall.py [N ...]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ memory figures do not pollute each other:
 Prints the figures, the naive/agentdbg ratios and the targets (first step < 0.3 s, index
 < 1.0 s, any step with its state < 20 ms, peak memory < 150 MB). No assertion: figures.
 
-    /tmp/venv/bin/python benchmarks/trace_open.py [--steps N] [--no-naive] [--no-toolong]
+    python benchmarks/trace_open.py [--steps N] [--no-naive] [--no-toolong]
 """
 
 from __future__ import annotations

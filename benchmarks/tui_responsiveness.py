@@ -10,7 +10,7 @@ Measures, in one process, on the synthetic trace written by ``gen_trace.py``:
 and prints medians, 90th percentiles and ratios. No assertion: figures to watch (targets:
 under 16 ms a step, under 1 s to the first screen).
 
-    /tmp/venv/bin/python benchmarks/tui_responsiveness.py [STEPS] [--presses N]
+    python benchmarks/tui_responsiveness.py [STEPS] [--presses N]
 """
 
 from __future__ import annotations

@@ -420,3 +420,17 @@ def test_a_trace_with_no_runs(tmp_path: Path, capsys) -> None:
     code, out, err = run_cli(capsys, "show", path)
     assert code == 0 and "no runs" in err
     assert stats_of(capsys, path) == []
+
+
+def test_the_repetition_brake_is_a_repeat_not_a_budget(capsys, source):
+    stuck = source("library_stuck")
+    assert run_cli(capsys, "check", stuck, "--fail-on", "budget")[0] == 0
+    code, out, _ = run_cli(capsys, "check", stuck, "--fail-on", "repeat")
+    assert code == 1 and "step 2" in out
+    code, out, _ = run_cli(capsys, "check", stuck, "--fail-on", "guard")
+    assert code == 1 and "repetition guard" in out
+
+
+@pytest.mark.parametrize("plan", ["capital_over_budget", "bad_arguments", "token_budget_small"])
+def test_each_budget_running_out_fails_the_budget_check(capsys, source, plan):
+    assert run_cli(capsys, "check", source(plan), "--fail-on", "budget")[0] == 1

@@ -20,7 +20,8 @@ from agentdbg.state import StepRecord
 from agentdbg.text import one_line
 
 DEFAULT_FAIL_ON = "error,repeat,budget"
-BUDGET_OUTCOMES = {"budget exhausted", "action repeated", "error budget exhausted", "token budget exhausted"}
+BUDGET_GUARDS = {"max_steps", "error_budget", "token_budget"}
+BUDGET_OUTCOMES = {"budget exhausted", "error budget exhausted", "token budget exhausted"}
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,16 @@ def _repeat(record: StepRecord) -> str | None:
 
 
 def _budget(record: StepRecord) -> str | None:
+    if record.tripped is not None and record.tripped.guard in BUDGET_GUARDS:
+        return f"{record.tripped.guard} guard: {record.tripped.message}"
+    if record.tripped is None and record.end is not None and record.end.outcome in BUDGET_OUTCOMES:
+        return f"run ended: {record.end.outcome}"
+    return None
+
+
+def _guard(record: StepRecord) -> str | None:
     if record.tripped is not None:
         return f"{record.tripped.guard} guard: {record.tripped.message}"
-    if record.end is not None and record.end.outcome in BUDGET_OUTCOMES:
-        return f"run ended: {record.end.outcome}"
     return None
 
 
@@ -84,7 +91,8 @@ CONDITIONS: dict[str, Condition] = {
     "error": Condition("a step failed: a tool error, a policy error or an unreadable output", step=_error),
     "parse": Condition("the policy's output could not be read as an action or an answer", step=_parse),
     "repeat": Condition("an action repeated an earlier one, or the repetition guard stopped the run", step=_repeat),
-    "budget": Condition("a guard stopped the run (steps, repetition, errors or tokens)", step=_budget),
+    "budget": Condition("a budget ran out: steps, consecutive errors or tokens", step=_budget),
+    "guard": Condition("any guard stopped the run (a budget or the repetition brake)", step=_guard),
     "tokens": Condition("the token budget was exhausted", step=_tokens),
     "final-missing": Condition("the run ended without a final answer (or did not end)", run=_final_missing),
     "incomplete": Condition("the run has no end (the recording was cut off)", run=_incomplete),

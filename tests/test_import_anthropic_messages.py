@@ -40,7 +40,7 @@ def test_json_lines_transcript_merges_one_message_split_over_lines():
     assert run.end.answer == "None."
     # The summary entry and the later user message are kept raw.
     assert result.raw_count == 2
-    assert run.records[2].raw[0].note == "user message"
+    assert run.records[2].raw[0].note == "user message: Please answer in one word."
 
 
 def test_an_empty_conversation():

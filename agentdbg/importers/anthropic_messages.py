@@ -16,6 +16,7 @@ from agentdbg.importers.base import (
     Source,
     as_source,
     params_from_schema,
+    preview,
     text_of,
     tool_spec,
 )
@@ -154,7 +155,7 @@ def _conversation_events(src: Source, entries: list, system: Any = None, tools: 
                          policy=f"recorded: {model}" if model else "recorded chat", tools=specs)
     chat = ChatAssembler(builder, src, "anthropic")
     if system:
-        builder.raw("anthropic system prompt", system, f"system prompt ({len(block_text(system))} characters)")
+        builder.raw("anthropic system prompt", system, f"system prompt: {preview(block_text(system))}")
     task_set = False
     for message, line, data in _merge_turns(entries):
         if message is None:
@@ -176,7 +177,7 @@ def _conversation_events(src: Source, entries: list, system: Any = None, tools: 
                 elif kind == "text" and not task_set:
                     builder.task, task_set = str(block.get("text", "")), True
                 else:
-                    note = "user message" if kind == "text" else f"user {kind} block"
+                    note = f"user message: {preview(text_of(block.get('text')))}" if kind == "text" else f"user {kind} block"
                     builder.raw("anthropic user content", block, note)
         else:
             src.problem(f"a message with role {role!r}, which is neither user nor assistant; "

@@ -115,6 +115,12 @@ def tool_spec(name: str, description: str = "", params: dict[str, str] | None = 
             "dangerous": False}
 
 
+def preview(text: str, limit: int = 120) -> str:
+    """Text on one line, cut at ``limit`` characters: for a raw record's note."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def text_of(value: Any) -> str:
     """Text for a field that should be text but may be anything: JSON for structures."""
     if value is None:

@@ -16,6 +16,7 @@ from agentdbg.importers.base import (
     Source,
     as_source,
     params_from_schema,
+    preview,
     text_of,
     tool_spec,
 )
@@ -196,7 +197,7 @@ def conversation_events(src: Source, messages: list, tools: Any = None, model: A
         elif role == "user" and not task_set:
             builder.task, task_set = (text if task is None else task), True
         elif role in ("system", "developer", "user"):
-            builder.raw(f"{kind} {role} message", message, f"{role} message ({len(text)} characters)")
+            builder.raw(f"{kind} {role} message", message, f"{role} message: {preview(text)}")
         else:
             src.problem(f"message {index + 1} has role {role!r}, which is not a chat role; "
                         "kept as a raw record", where)

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentdbg.importers.base import ImportResult, NotImportable, Source, as_source, tool_spec
+from agentdbg.importers.base import (
+    ImportResult,
+    NotImportable,
+    Source,
+    as_source,
+    preview,
+    tool_spec,
+)
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.sniffing import looks_like_json, numbered_steps
 
@@ -194,16 +201,16 @@ def _add_episodes(result: ImportResult, src: Source, episodes: list[_Episode], p
                              policy="recorded: ReAct paper run" if from_log else "ReAct paper example",
                              tools=TOOLS, max_steps=STEP_BUDGET if from_log else None)
         for number, line in episode.preamble:
-            builder.raw("react-paper text", line, f"line {number}, before the first episode")
+            builder.raw("react-paper text", line, f"line {number}, before the first episode: {preview(line)}")
         for step in _group(episode.fields):
             _add_step(builder, step)
         ending = _ending(src, episode, builder)
         if episode.result is not None:
             builder.raw("react-paper result", episode.result, _describe_result(episode.result))
         for number, line in episode.after:
-            note = "the notebook's running tally: correct, episodes, accuracy, seconds per episode"
-            if not re.fullmatch(r"\s*\d+ \d+ [\d.]+ [\d.eE+-]+\s*", line):
-                note = f"line {number}, after the result"
+            note = f"line {number}, after the result: {preview(line)}"
+            if re.fullmatch(r"\s*\d+ \d+ [\d.]+ [\d.eE+-]+\s*", line):
+                note = f"the notebook's running tally (correct, episodes, accuracy, seconds per episode): {line.strip()}"
             builder.raw("react-paper text", line, note)
         result.runs.append(builder.build(**ending))
         result.raw_count += builder.raw_count

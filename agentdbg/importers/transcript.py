@@ -23,7 +23,7 @@ from agentdbg.engine.parsers import (
     parse_colon_action,
     parse_json_action,
 )
-from agentdbg.importers.base import ImportResult, as_source
+from agentdbg.importers.base import ImportResult, as_source, preview
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.sniffing import looks_like_json, numbered_steps
 
@@ -70,7 +70,7 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
         builder = RunBuilder(run.task, name=f"run {count}" if len(runs) > 1 else "", source=src.path,
                              policy="recorded transcript")
         for number, line in run.loose:
-            builder.raw("transcript line", line, f"line {number}: outside any step")
+            builder.raw("transcript line", line, f"line {number}, outside any step: {preview(line)}")
         for step in run.steps:
             _add_step(builder, step)
         result.runs.append(builder.build())

@@ -31,6 +31,10 @@ def test_every_fixture_is_detected_as_its_format(path):
             importers.detect(path)
         return
     assert importers.detect(path) == EXPECTED_FORMAT[path.parent.name]
+    # Only its own format accepts it: detection does not depend on the order of FORMATS.
+    accepted = [name for name, ok, _ in importers.sniff_all(path.read_bytes()[: importers.HEAD_BYTES])
+                if ok]
+    assert accepted == [EXPECTED_FORMAT[path.parent.name]]
 
 
 @pytest.mark.parametrize("path", all_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -122,3 +126,11 @@ def test_sniffs_are_cheap_they_read_only_the_head(tmp_path, monkeypatch):
     monkeypatch.setattr(importers, "read_head", spy)
     importers.detect(fixture("react-paper", "runs.log"))
     assert seen == [importers.HEAD_BYTES]
+
+
+def test_sniff_all_takes_bytes_and_gives_every_verdict():
+    head = fixture("anthropic-messages", "request.json").read_bytes()[:4096]
+    verdicts = importers.sniff_all(head, "request.json")
+    assert [name for name, _, _ in verdicts] == list(importers.BY_NAME)
+    accepted = [name for name, ok, _ in verdicts if ok]
+    assert accepted == ["anthropic-messages"]

@@ -46,8 +46,10 @@ def get_format(name: str) -> ModuleType:
                             "(and 'plan', 'trace' for agentdbg's own files)") from None
 
 
-def sniff_all(head: str, path: str = "") -> list[tuple[str, bool, str]]:
-    """Every format's verdict on ``head``: (name, accepted, why)."""
+def sniff_all(head: str | bytes, path: str = "") -> list[tuple[str, bool, str]]:
+    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why)."""
+    if isinstance(head, bytes):
+        head = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     verdicts = []
     for module in FORMATS:
         try:

@@ -97,3 +97,13 @@ def test_sniff():
     assert swe_agent.sniff('{"history": [{"role": "system"')[0]
     ok, why = swe_agent.sniff('[{"role": "user"}]')
     assert not ok and "object" in why
+
+
+def test_history_with_an_exit_status_keeps_it():
+    text = ('{"history": [{"role": "user", "content": "ISSUE:\\nx\\n\\nINSTRUCTIONS:\\ny"},'
+            ' {"role": "assistant", "content": "t", "tool_calls": [{"id": "a", "function": {"name": "submit", "arguments": "{}"}}]},'
+            ' {"role": "tool", "content": "diff", "tool_call_ids": ["a"]}],'
+            ' "info": {"exit_status": "exit_format", "submission": "patch"}}')
+    events = swe_agent.convert(text, "pasted.traj").runs[0]
+    assert (events[-1].outcome, events[-1].answer) == ("exit_format", "patch")
+    assert events[0].task == "x"

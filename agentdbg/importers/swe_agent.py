@@ -1,12 +1,13 @@
 """SWE-agent trajectories (.traj): one JSON object per run.
 
 ``trajectory`` entries are the steps: thought, action (a command line: the tool is its
-first word, the arguments the rest), observation. ``info.exit_status`` is the outcome,
+first word, the arguments the rest; when ``history`` holds the same call in
+function-calling form, its tool, parsed arguments and call id), observation. ``info.exit_status`` is the outcome,
 ``info.submission`` the answer, ``info.model_stats`` the usage (a run total only: it goes
 on the last step's running token count and in the run's end message). The tool registry
 comes from the command documentation in ``replay_config``. A file with only ``history``
-(function-calling messages) is read as an OpenAI chat; its run counts as submitted when
-its last call is the submit command and that call was answered.
+(function-calling messages) is read as an OpenAI chat; without an ``info.exit_status``
+its run counts as submitted when its last call is the submit command and was answered.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agentdbg.engine import events as ev
 from agentdbg.importers import openai_chat
 from agentdbg.importers.base import (
     ImportResult,
@@ -210,18 +212,21 @@ def _history_events(src: Source, data: dict, config: dict) -> tuple[list, int]:
 
 
 def _submitted(events: list, info: dict) -> list:
-    """A history ending with an answered submit call counts as submitted, with the
-    submit call's output as the answer, unless ``info`` says otherwise."""
-    from agentdbg.engine import events as ev
-
+    """The run's end from ``info`` when it has an exit status; else a history whose last
+    call is an answered submit command counts as submitted, that call's output the answer."""
     end = events[-1]
-    if not isinstance(end, ev.RunEnd) or end.outcome != "unfinished":
+    if not isinstance(end, ev.RunEnd):
         return events
-    actions = [e for e in events if isinstance(e, ev.ActionTaken)]
-    replies = [e for e in events if isinstance(e, ev.Observation)]
-    if not actions or actions[-1].tool != "submit" or not replies or replies[-1].id != actions[-1].id:
-        return events
-    status = text_of(info.get("exit_status")) if info.get("exit_status") else "submitted"
-    submission = info.get("submission") if isinstance(info.get("submission"), str) else replies[-1].text
-    return events[:-1] + [ev.RunEnd(step=end.step, outcome=status, answer=submission, steps=end.steps,
-                                    guard=end.guard, message="the last call was the submit command")]
+    submission = info.get("submission") if isinstance(info.get("submission"), str) else None
+    if info.get("exit_status"):
+        outcome, message = text_of(info["exit_status"]), end.message
+    else:
+        actions = [e for e in events if isinstance(e, ev.ActionTaken)]
+        replies = [e for e in events if isinstance(e, ev.Observation)]
+        if (end.outcome != "unfinished" or not actions or actions[-1].tool != "submit"
+                or not replies or replies[-1].id != actions[-1].id):
+            return events
+        outcome, message = "submitted", "the last call was the submit command"
+        submission = submission if submission is not None else replies[-1].text
+    return events[:-1] + [ev.RunEnd(step=end.step, outcome=outcome, answer=submission, steps=end.steps,
+                                    guard=end.guard, message=message)]

@@ -46,6 +46,10 @@ class RunView(Protocol):
     @property
     def end(self) -> ev.RunEnd | None: ...
 
+    @property
+    def preamble(self) -> tuple:
+        """Events before the first step: records that could not be placed in a step."""
+
     def record(self, step: int) -> StepRecord:
         """Step ``step`` (1-based); IndexError when it does not exist (yet)."""
 
@@ -77,6 +81,10 @@ class EventRun:
     @property
     def end(self) -> ev.RunEnd | None:
         return self._run.end
+
+    @property
+    def preamble(self) -> tuple:
+        return self._run.preamble
 
     def record(self, step: int) -> StepRecord:
         if not 1 <= step <= len(self._run.records):
@@ -116,6 +124,8 @@ class EventRun:
                 last = records[-1]
                 records[-1] = StepRecord.from_events(last.step, last.events + (event,))
                 del self._states[last.step:]
+            elif not isinstance(event, ev.RunEnd):
+                self._run.preamble += (event,)
         if number:
             records.append(StepRecord.from_events(number, current))
 
@@ -170,6 +180,10 @@ class LiveRun:
     @property
     def end(self) -> ev.RunEnd | None:
         return self._view.end
+
+    @property
+    def preamble(self) -> tuple:
+        return self._view.preamble
 
     def record(self, step: int) -> StepRecord:
         return self._view.record(step)

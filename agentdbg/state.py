@@ -349,6 +349,7 @@ class Run:
     records: list[StepRecord]
     end: ev.RunEnd | None
     start: ev.RunStart | None = None
+    preamble: tuple = ()  # events before the first step (raw records of a run with no steps)
 
     @property
     def step_count(self) -> int:
@@ -374,8 +375,8 @@ class Run:
 
 
 def group_run(events: Iterable[ev.Event]) -> Run:
-    """Group one run's events into records (events before the first ``step`` and after
-    the header belong to step 0 and are kept as the header's extras)."""
+    """Group one run's events into records. Events between the header and the first
+    ``step`` (other than ``run_end``) are kept as the run's ``preamble``."""
     start: ev.RunStart | None = None
     end: ev.RunEnd | None = None
     records: list[StepRecord] = []
@@ -386,6 +387,7 @@ def group_run(events: Iterable[ev.Event]) -> Run:
         if number > 0:
             records.append(StepRecord.from_events(number, current))
 
+    preamble: list[ev.Event] = []
     for event in events:
         if isinstance(event, ev.RunStart):
             start = event
@@ -397,9 +399,11 @@ def group_run(events: Iterable[ev.Event]) -> Run:
         else:
             if isinstance(event, ev.RunEnd):
                 end = event
+            elif number == 0:
+                preamble.append(event)
             current.append(event)
     close()
-    return Run(RunInfo.from_event(start), records, end, start)
+    return Run(RunInfo.from_event(start), records, end, start, tuple(preamble))
 
 
 def split_runs(events: Iterable[ev.Event]) -> list[list[ev.Event]]:

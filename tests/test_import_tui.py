@@ -66,3 +66,14 @@ async def test_the_looping_react_run_shows_its_repeats_and_the_step_budget():
         assert "7/7" in guards
         scratchpad = pane_text(app, "scratchpad")
         assert "Invalid action: Finish[REFUTES]" in scratchpad
+
+
+async def test_a_run_with_no_steps_shows_what_was_kept_before_them():
+    document = open_document(fixture("anthropic-messages", "edge_empty.json"))
+    app = DebuggerApp(document, save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        scratchpad = pane_text(app, "scratchpad")
+        assert "Raw: anthropic system prompt: system prompt: Be brief." in scratchpad
+        assert "This run has no steps." in scratchpad
+        assert "press n to step" not in scratchpad

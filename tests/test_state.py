@@ -183,3 +183,22 @@ def test_whatever_the_schema_accepts_folds_into_state(dicts):
     for record in run.records:
         record.marker()
         record.transcript()
+
+
+def test_records_before_the_first_step_are_kept_as_the_preamble(tmp_path):
+    from agentdbg.trace.reader import open_trace
+    from agentdbg.trace.writer import write_trace
+
+    events = [ev.RunStart(step=0, task="empty"), ev.RawRecord(step=0, source="chat", note="system prompt"),
+              ev.RunEnd(step=0, outcome="empty")]
+    run = group_run(events)
+    assert run.step_count == 0 and [e.note for e in run.preamble] == ["system prompt"]
+    assert EventRun(events).preamble == run.preamble
+    grown = EventRun(events[:1])
+    grown.extend(events[1:])
+    assert grown.preamble == run.preamble and grown.end == events[-1]
+    path = tmp_path / "empty.jsonl"
+    write_trace(path, [events])
+    with open_trace(path) as document:
+        document.wait(10)
+        assert document.runs[0].preamble == run.preamble

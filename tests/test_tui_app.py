@@ -399,3 +399,12 @@ def test_a_first_time_action_leaves_the_repeat_bar_empty():
     assert progress("repeat", 2, 2) == 1.0 and level(2, 2, "repeat") == "at"
     assert progress("repeat", 2, 3) == 0.5
     assert progress("steps", 3, 6) == 0.5 and level(6, 6, "steps") == "at"
+
+
+def test_outcome_colours_tell_success_failure_and_foreign_statuses_apart():
+    from agentdbg.tui.widgets.header import outcome_style
+
+    assert outcome_style("answered", True) == "bold green"
+    assert outcome_style("action repeated", False) == "bold red"
+    assert outcome_style("submitted", True) == "bold green"
+    assert outcome_style("unfinished", False) == "bold yellow"

@@ -50,7 +50,8 @@ def _repeat(record: StepRecord) -> str | None:
         return f"repetition guard: {record.tripped.message}"
     if record.is_repeat:
         count = record.guards.repeats[0] if record.guards is not None else "?"
-        return f"{record.call or record.tool} proposed again ({count} times)"
+        action = record.call or record.tool or one_line(record.output.strip(), 80) or "the same output"
+        return f"{action} proposed again ({count} times)"
     return None
 
 

@@ -55,7 +55,8 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
         if args.json:
             # One JSON object per run, on one line, written as it is read: the steps array
             # is streamed, so even a million-step run never sits in memory.
-            head = render.dumps({"run": number, **render.info_dict(run.info)})
+            head = render.dumps({"run": number, **render.info_dict(run.info),
+                                 "preamble": [e.to_dict() for e in getattr(run, "preamble", ())]})
             out.write(head[:-1] + ', "steps": [')
         else:
             total = len(document.runs) if getattr(document, "complete", True) else None

@@ -574,6 +574,12 @@ class TraceRun:
                 return event
         return None
 
+    @property
+    def preamble(self) -> tuple:
+        """Events between the run's header and its first step."""
+        return tuple(e for e in self._header_events()
+                     if not isinstance(e, (ev.RunStart, ev.RunEnd, ev.Checkpoint, ev.StepStart)))
+
     def _header_events(self) -> list[ev.Event]:
         run = self._run
         if run.start is None:

@@ -8,6 +8,18 @@ from textual.widget import Widget
 from agentdbg.tui.safe import one_line
 
 OUTCOME_STYLES = {"answered": "bold green", "finished": "bold green"}
+# What a guard or a failure stops a run with; an imported run's own status (submitted,
+# unfinished, exit_cost...) is neither success nor failure by our reckoning.
+FAILED_OUTCOMES = {"budget exhausted", "action repeated", "error budget exhausted", "token budget exhausted",
+                   "policy error", "memory error", "tokens error", "error"}
+
+
+def outcome_style(outcome: str, answered: bool) -> str:
+    if outcome in OUTCOME_STYLES:
+        return OUTCOME_STYLES[outcome]
+    if outcome in FAILED_OUTCOMES:
+        return "bold red"
+    return "bold green" if answered else "bold yellow"
 
 
 class RunHeader(Widget):
@@ -63,7 +75,7 @@ def outcome_text(run) -> Text:
     end = run.end
     if end is not None:
         outcome = one_line(end.outcome, 40)
-        style = OUTCOME_STYLES.get(outcome, "bold red")
+        style = outcome_style(outcome, end.answer is not None)
         text = Text.assemble(("outcome: ", "dim"), (outcome, style))
         if end.answer is not None:
             text.append(" (answer: ", style="dim")

@@ -86,14 +86,28 @@ class Scratchpad(LinePane):
         else:
             head.append(Text.assemble(("Question: ", "bold"), clean(run.info.task)))
         if self.step == 0:
+            head.extend(self._preamble(run))
             head.append(Text(""))
-            head.append(Text("No step taken yet: press n to step, c to continue.", style="dim italic"))
+            if run.step_count == 0 and getattr(run, "complete", False):
+                head.append(Text("This run has no steps.", style="dim italic"))
+            else:
+                head.append(Text("No step taken yet: press n to step, c to continue.", style="dim italic"))
         lines, starts = wrap(head, width, console, style)
         for block in reversed(blocks):
             starts.append(len(lines))
             lines.extend(block)
         self._current_start_line = starts[-1] if blocks else 0
         return lines, starts
+
+    def _preamble(self, run) -> list[Text]:
+        """Records kept before the first step (what an import could not place in a step)."""
+        try:
+            events = run.preamble
+        except (AttributeError, ValueError, OSError):
+            return []
+        lines = [Text.assemble((f"{label}: ", "bold magenta"), clean(text))
+                 for label, text in StepRecord.from_events(0, events).transcript()]
+        return [Text("")] + lines if lines else []
 
     def _block_lines(self, run, step: int, current: bool, width: int) -> list[Strip] | None:
         """One step's lines, wrapped and styled; cached, so stepping re-renders two steps."""

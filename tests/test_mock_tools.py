@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentdbg.engine import KeyValueStore, ToolRegistry, calculator, safe_eval, scripted, table_lookup
+from agentdbg.engine import (
+    KeyValueStore,
+    ToolRegistry,
+    calculator,
+    safe_eval,
+    scripted,
+    table_lookup,
+)
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,9 @@ class StepRecord:
 
     @property
     def is_repeat(self) -> bool:
-        """The action had been proposed before (in a row, for the consecutive brake)."""
-        return self.guards is not None and (self.guards.repeats[0] or 0) >= 2
+        """The action (or the same unreadable output) had been proposed before, in a row for
+        the consecutive brake. An answer repeats nothing, whatever counter a source wrote."""
+        return self.answer is None and self.guards is not None and (self.guards.repeats[0] or 0) >= 2
 
     @property
     def is_final(self) -> bool:

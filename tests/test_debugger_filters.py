@@ -59,7 +59,7 @@ def matching(expression: str) -> set[str]:
     ("~parse", {"parse"}),
     ("~kind unknown_tool", {"unknown"}),
     ("~kind timeout", {"timeout"}),
-    ("~repeat", {"repeat"}),  # the final answer's carried-over counter is not a repeated action
+    ("~repeat", {"repeat"}),  # an answer's counter (from any source) is not a repeated action
     ("~tripped", {"parse", "repeat"}),
     ("~guard error_budget", {"parse"}),
     ("~guard repeat", {"repeat"}),  # short aliases

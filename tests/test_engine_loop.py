@@ -112,6 +112,17 @@ def test_parse_errors_count_as_errors():
     assert [e.type for e in trace.steps[0].events] == ["step", "parse_error", "observation", "guards"]
 
 
+def test_the_same_unreadable_output_again_is_a_repeat():
+    outputs = ["Action: get a", "Action: get a", "Action: get[a]", "Action:  get a  "]
+    agent = ReActAgent(ScriptedOutputs(outputs), flaky_registry(), max_steps=10)
+    trace = agent.run("loop")
+    counters = [e.repeats for e in trace.events if isinstance(e, ev.GuardCounters)]
+    assert counters == [[1, None], [2, None], [1, None], [1, None]]
+    strict = ReActAgent(ScriptedOutputs(outputs), flaky_registry(), guards=[RepetitionGuard("any")]).run("loop")
+    assert (strict.outcome.status, strict.outcome.steps) == ("action repeated", 2)
+    assert strict.outcome.message == "action repeated again: Action: get a"
+
+
 def test_consecutive_repetition_brake_allows_repeats_below_the_threshold():
     outputs = ["Action: get[a]", "Action: get[a]", "Action: get[x]", "Action: get[a]", "Action: get[a]", "Action: get[a]"]
     agent = ReActAgent(ScriptedOutputs(outputs), flaky_registry(), max_steps=10,

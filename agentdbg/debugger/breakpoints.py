@@ -23,7 +23,7 @@ from agentdbg.text import sanitize
 AUTO_BREAKS: dict[str, str] = {
     "tool_error": "a tool call failed: unknown tool, bad arguments, exception, timeout",
     "parse_error": "the policy's output could not be read",
-    "repeat": "the step repeats an earlier action",
+    "repeat": "the step repeats an earlier action (or the same unreadable output)",
     "guard": "a guard stopped the run: step, token or error budget, repetition",
     "final": "the final answer (or the end of a run that ended without one)",
 }
@@ -186,9 +186,10 @@ class BreakpointSet:
                 out.append("tool error: " + one_line(record.observation or "error observation"))
         if auto["parse_error"] and parse_error is not None:
             out.append("parse error: " + one_line(parse_error or "the output could not be read"))
-        if auto["repeat"] and record.tool is not None and record.is_repeat:
+        if auto["repeat"] and record.is_repeat:
             times = record.guards.repeats[0]
-            out.append(f"repeated action: {one_line(record.call or record.tool)} ({_ordinal(times)} time)")
+            what = record.call or record.tool or record.output.strip() or "the same output"
+            out.append(f"repeated action: {one_line(what)} ({_ordinal(times)} time)")
         tripped = record.tripped
         if auto["guard"] and tripped is not None:
             out.append(f"guard tripped: {one_line(tripped.guard)}: {one_line(tripped.message)}")

@@ -152,11 +152,11 @@ class FParse(Filter):
 
 class FRepeat(Filter):
     code = "~repeat"
-    help = "the step's action repeats an earlier one"
+    help = "the step's action (or unreadable output) repeats an earlier one"
     eventful = True
 
     def _matches(self, record, state):
-        return record.tool is not None and record.is_repeat
+        return record.is_repeat
 
 
 class FTripped(Filter):

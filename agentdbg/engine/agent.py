@@ -308,6 +308,12 @@ class AgentRun:
         if isinstance(result.parsed, Action):
             repeated = agent.repetition.check(result.parsed.signature(), result.parsed.call)
             trip = trip or repeated
+        elif result.parsed is None:
+            # The same unreadable output again is a loop too: compared by its text.
+            text = written.strip()
+            shown = " ".join(text.split())
+            repeated = agent.repetition.check("\x01" + text, shown[:80] + ("…" if len(shown) > 80 else ""))
+            trip = trip or repeated
         else:
             agent.repetition.no_action()
         if trip is not None:

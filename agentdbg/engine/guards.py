@@ -67,8 +67,8 @@ class RepetitionGuard:
         return [self.count, self.threshold if self.active else None]
 
     def no_action(self) -> None:
-        """A turn without an action (a parse error, an answer) repeats nothing and breaks a
-        run of consecutive repeats."""
+        """A turn without an action (an answer) repeats nothing and breaks a run of
+        consecutive repeats."""
         self._last, self.count = None, 0
 
     def check(self, signature: str, shown: str) -> Trip | None:

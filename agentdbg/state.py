@@ -29,13 +29,19 @@ class RunInfo:
     policy: str = ""
     name: str = ""
     source: str = ""
+    task_label: str = "Question"
 
     @classmethod
     def from_event(cls, event: ev.RunStart | None) -> RunInfo:
         if event is None:
             return cls()
         return cls(event.task, tuple(event.tools), dict(event.guards), event.memory,
-                   event.policy, event.name, event.source)
+                   event.policy, event.name, event.source, event.task_label)
+
+    @property
+    def task_line(self) -> str:
+        """How the prompt opens: ``Question: ...``."""
+        return f"{self.task_label}: {self.task}"
 
     def tool_names(self) -> set[str]:
         return {spec.get("name", "") for spec in self.tools if isinstance(spec, dict)}

@@ -109,7 +109,7 @@ def test_text_formats_refuse_malformed_input_clearly(parser, text, message):
 def test_call_text_is_the_action_as_written():
     assert parse_bracket_action("Action: calc[ 5 - 3 ]").call == "calc[5 - 3]"
     assert parse_colon_action("Action: math: 1 + 1").call == "math: 1 + 1"
-    assert parse_json_action('Action: kv\nAction Input: {"k": "é"}').call == 'kv {"k": "é"}'
+    assert parse_json_action('Action: kv\nAction Input:  {"k": "é"} ').call == 'kv\nAction Input: {"k": "é"}'
 
 
 @pytest.mark.parametrize(

@@ -408,3 +408,40 @@ def test_outcome_colours_tell_success_failure_and_foreign_statuses_apart():
     assert outcome_style("action repeated", False) == "bold red"
     assert outcome_style("submitted", True) == "bold green"
     assert outcome_style("unfinished", False) == "bold yellow"
+
+
+async def test_the_prompt_view_shows_what_the_policy_saw_with_memory(tmp_path):
+    from test_tui_support import live_app, pane_text, press, settle, type_text
+
+    app = live_app(tmp_path, "memory_research.toml")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "g")
+        await type_text(pilot, "14")
+        await press(pilot, "enter")
+        assert app.session.cursor == 14
+        transcript = pane_text(app, "scratchpad")
+        assert "Recalled from memory:" not in transcript
+        await press(pilot, "v")
+        prompt = pane_text(app, "scratchpad")
+        assert "Prompt at step 14 as the policy saw it" in prompt
+        assert "Summary of earlier steps:" in prompt and "Recalled from memory:" in prompt
+        assert "Brera Observatory in Milan was founded in 1764" in prompt  # brought back by recall
+        assert "Step 14 current" in prompt and "Action: calc[1872 - 1764]" in prompt  # what it answered
+        await press(pilot, "p")
+        assert "Prompt at step 13" in pane_text(app, "scratchpad")
+        await press(pilot, "v")
+        assert "Prompt at step" not in pane_text(app, "scratchpad")
+
+
+async def test_the_prompt_view_of_a_run_without_memory_is_the_transcript_so_far():
+    from test_tui_support import demo_app, pane_text, press, settle
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "n", "n", "v")
+        prompt = pane_text(app, "scratchpad")
+        assert "the prompt is the transcript so far" in prompt
+        assert "Question: How many copies of Il Gattopardo are available?" in prompt
+        assert "Observation: ERROR: tool 'web_search' does not exist" in prompt  # step 1, seen at step 2

@@ -228,6 +228,7 @@ class AgentRun:
                 policy=agent.policy.describe(),
                 name=agent.name,
                 source=agent.source,
+                task_label=agent.task_label,
             )
         )
 
@@ -306,7 +307,7 @@ class AgentRun:
         # Both counters move every step, so each step's counters describe that step.
         trip = agent.token_budget.spend(step_tokens)
         if isinstance(result.parsed, Action):
-            repeated = agent.repetition.check(result.parsed.signature(), result.parsed.call)
+            repeated = agent.repetition.check(result.parsed.signature(), " ".join(result.parsed.call.split()))
             trip = trip or repeated
         elif result.parsed is None:
             # The same unreadable output again is a loop too: compared by its text.

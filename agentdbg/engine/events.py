@@ -64,6 +64,7 @@ class RunStart(Event):
     policy: str = ""
     name: str = ""
     source: str = ""
+    task_label: str = "Question"  # the prompt opens with "{task_label}: {task}"
 
 
 @dataclass(frozen=True)

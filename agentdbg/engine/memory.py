@@ -273,17 +273,7 @@ class TieredMemory:
 
         Until something has been evicted or recalled this is exactly the full transcript
         (task line, then every turn), so a memory changes nothing while the run still fits."""
-        parts = [task_line] if task_line else []
-        if self.summary:
-            parts += [SUMMARY_HEADER, self.summary]
-        if self.recalled:
-            parts.append(RECALL_HEADER)
-            parts += [f"- {one_line(r['text'])}" for r in self.recalled]
-        recent = self.buffer.turns
-        if recent and (self.summary or self.recalled):
-            parts.append(RECENT_HEADER)
-        parts += recent
-        return "\n".join(parts)
+        return render_context(task_line, self.summary, self.recalled, self.buffer.turns)
 
     def tiers(self) -> dict[str, Any]:
         """Every tier's current content, for comparison and display."""
@@ -304,6 +294,21 @@ class TieredMemory:
 
     def __repr__(self) -> str:
         return f"TieredMemory({self.settings()!r})"
+
+
+def render_context(task_line: str, summary: str, recalled: Sequence[dict], recent: Sequence[str]) -> str:
+    """The prompt a tiered memory shows its policy, from the tiers alone: so the debugger
+    can rebuild it from events (the tiers before a step, and that step's recall)."""
+    parts = [task_line] if task_line else []
+    if summary:
+        parts += [SUMMARY_HEADER, summary]
+    if recalled:
+        parts.append(RECALL_HEADER)
+        parts += [f"- {one_line(r['text'])}" for r in recalled]
+    if recent and (summary or recalled):
+        parts.append(RECENT_HEADER)
+    parts += recent
+    return "\n".join(parts)
 
 
 def replay_semantic_texts(events: Iterable[ev.Event]) -> list[str]:

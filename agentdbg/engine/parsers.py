@@ -124,7 +124,8 @@ def parse_json_action(text: str) -> Step:
         raise ValueError(f"Action Input is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(args, dict):
         raise ValueError(f"Action Input must be a JSON object, got {type(args).__name__}")
-    return Action(_thought_before(text, action.start()), name, args, call=f"{name} {json.dumps(args, ensure_ascii=False)}")
+    # The call as written, so a transcript rebuilt from events reads as the model wrote it.
+    return Action(_thought_before(text, action.start()), name, args, call=f"{name}\nAction Input: {raw}")
 
 
 _NUM_THOUGHT = re.compile(r"^[ \t]*Thought[ \t]*\d*[ \t]*:[ \t]*", re.M)

@@ -609,6 +609,10 @@ class DebuggerApp(App[None]):
         folded = self.query_one(Scratchpad).toggle_fold()
         self.say("long observations folded" if folded else "long observations shown in full")
 
+    def action_toggle_prompt(self) -> None:
+        shown = self.query_one(Scratchpad).toggle_prompt_view()
+        self.say("the prompt the policy saw at this step" if shown else "the transcript")
+
     # --- command palette -----------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for command in commands.COMMANDS:

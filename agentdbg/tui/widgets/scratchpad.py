@@ -3,6 +3,10 @@
 Only the current step and enough earlier steps to fill the pane are rendered, never the
 whole transcript. Long observations of earlier steps are folded; the current step is
 shown in full (up to a cap) and emphasised.
+
+The prompt view (``v``) shows instead the exact prompt the policy was given at the current
+step, rebuilt from events: with tiered memory, that is the summary, what recall brought
+back and the recent turns, not the whole transcript.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections import OrderedDict
 from rich.text import Text
 from textual.strip import Strip
 
+from agentdbg.prompt import prompt_at
 from agentdbg.state import StepRecord
 from agentdbg.tui.safe import clean
 from agentdbg.tui.widgets.lines import LinePane, wrap
@@ -31,6 +36,8 @@ FOLD_CHARS = 400
 CURRENT_CHARS = 20_000  # the current step: beyond this, the text is cut (it can be megabytes)
 BLOCK_CACHE = 256  # wrapped steps kept
 CONTEXT_SCREENS = 2  # earlier steps rendered: enough for this many pane heights
+PROMPT_STEPS = 50  # a prompt that is the whole transcript: its latest steps only
+PROMPT_HEADERS = ("Summary of earlier steps:", "Recalled from memory:", "Recent steps:")
 
 
 class Scratchpad(LinePane):
@@ -41,6 +48,7 @@ class Scratchpad(LinePane):
         self.run = None
         self.step = 0
         self.folded = True
+        self.prompt_view = False
         self.empty_message: Text | None = None
         self.first_shown = 0
         self._current_start_line = 0
@@ -56,6 +64,11 @@ class Scratchpad(LinePane):
         self.rebuild()
         return self.folded
 
+    def toggle_prompt_view(self) -> bool:
+        self.prompt_view = not self.prompt_view
+        self.rebuild()
+        return self.prompt_view
+
     # --- content -----------------------------------------------------------------------
     def notify_style_update(self) -> None:
         self._blocks.clear()
@@ -67,6 +80,8 @@ class Scratchpad(LinePane):
         if run is None:
             message = self.empty_message or Text("No run is open. Press o to open a file.", style="dim")
             return wrap([message], width, console, style)
+        if self.prompt_view and self.step >= 1:
+            return self._prompt_lines(run, width)
         height = max(self.scrollable_content_region.height, 10)
         budget = height * CONTEXT_SCREENS
         blocks: list[list[Strip]] = []
@@ -108,6 +123,28 @@ class Scratchpad(LinePane):
         lines = [Text.assemble((f"{label}: ", "bold magenta"), clean(text))
                  for label, text in StepRecord.from_events(0, events).transcript()]
         return [Text("")] + lines if lines else []
+
+    def _prompt_lines(self, run, width: int) -> tuple[list[Strip], list[int]]:
+        """The prompt of the current step, then what the policy answered to it."""
+        console, style = self.app.console, self.rich_style
+        head = [Text.assemble((f" Prompt at step {self.step} ", "bold reverse magenta"),
+                              (" as the policy saw it (v: back to the transcript)", "magenta"))]
+        try:
+            prompt = prompt_at(run, self.step, max_steps_shown=PROMPT_STEPS)
+        except (IndexError, ValueError, OSError) as exc:
+            prompt = f"(the prompt cannot be rebuilt: {exc})"
+        if not run.info.memory:
+            head.append(Text("This run has no memory tiers: the prompt is the transcript so far.",
+                             style="dim italic"))
+        for line in clean(prompt).split("\n"):
+            head.append(_prompt_line(line))
+        lines, starts = wrap(head, width, console, style)
+        block = self._block_lines(run, self.step, True, width)
+        self._current_start_line = 0
+        if block is not None:
+            starts.append(len(lines))
+            lines.extend(block)
+        return lines, starts
 
     def _block_lines(self, run, step: int, current: bool, width: int) -> list[Strip] | None:
         """One step's lines, wrapped and styled; cached, so stepping re-renders two steps."""
@@ -163,8 +200,21 @@ class Scratchpad(LinePane):
         return block
 
     def after_rebuild(self, lines: list[Strip]) -> None:
+        if self.prompt_view and self.step >= 1:
+            self.scroll_to(y=0, animate=False, immediate=True, force=True)
+            return
         # Show the current step: its start in view, with as much context above as fits.
         height = max(self.scrollable_content_region.height, 1)
         start = self._current_start_line
         target = max(0, min(len(lines) - height, start))
         self.scroll_to(y=target, animate=False, immediate=True, force=True)
+
+
+def _prompt_line(line: str) -> Text:
+    """A prompt line with its memory header or transcript label picked out."""
+    if line in PROMPT_HEADERS:
+        return Text(line, style="bold magenta")
+    label, sep, rest = line.partition(": ")
+    if sep and label in LABEL_STYLES:
+        return Text.assemble((label + sep, LABEL_STYLES[label]), rest)
+    return Text(line)

@@ -434,3 +434,14 @@ def test_the_repetition_brake_is_a_repeat_not_a_budget(capsys, source):
 @pytest.mark.parametrize("plan", ["capital_over_budget", "bad_arguments", "token_budget_small"])
 def test_each_budget_running_out_fails_the_budget_check(capsys, source, plan):
     assert run_cli(capsys, "check", source(plan), "--fail-on", "budget")[0] == 1
+
+
+def test_show_step_prompt_prints_what_the_policy_was_given(capsys, source):
+    path = source("memory_research")
+    code, out, _ = run_cli(capsys, "show", path, "--step", "14", "--prompt", "--json")
+    assert code == 0
+    prompt = json.loads(out)["prompt"]
+    assert "Recalled from memory:\n- Thought: Start with the oldest candidate" in prompt
+    code, out, _ = run_cli(capsys, "show", path, "--step", "14", "--prompt")
+    assert code == 0 and "prompt at step 14, as the policy saw it:" in out and "Recalled from memory:" in out
+    assert run_cli(capsys, "show", path, "--prompt")[0] == 2

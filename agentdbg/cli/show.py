@@ -9,12 +9,17 @@ import sys
 from rich.text import Text
 
 from agentdbg.cli import render
+from agentdbg.prompt import prompt_at
 from agentdbg.text import sanitize
+
+PROMPT_STEPS = 200  # a prompt that is the whole transcript: its latest steps only
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     render.add_input_arguments(parser)
     parser.add_argument("--step", type=int, metavar="N", help="show step N with its full derived state (guards, tools, memory tiers)")
+    parser.add_argument("--prompt", action="store_true",
+                        help="with --step: also print the exact prompt the policy was given at that step")
     parser.add_argument("--from", dest="first", type=int, default=1, metavar="N", help="start the transcript at step N")
     parser.add_argument("--to", dest="last", type=int, metavar="N", help="end the transcript at step N")
     parser.add_argument("--json", action="store_true",
@@ -24,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.step is not None and args.step < 0:
         return render.fail("show", f"--step {args.step}: steps are numbered from 1 (0 = the state before the first)")
+    if args.prompt and not args.step:
+        return render.fail("show", "--prompt needs --step N (N from 1): the prompt of which step?")
     try:
         document = render.open_input(args)
     except render.InputError as exc:
@@ -88,15 +95,20 @@ def _show_step(document, args: argparse.Namespace) -> int:
         raise render.InputError(f"--step {args.step}: run {number} of {document.path} has {render.plural(run.step_count, 'step')}")
     record = run.record(args.step) if args.step else None
     state = run.state_at(args.step)
+    prompt = prompt_at(run, args.step, max_steps_shown=PROMPT_STEPS) if args.prompt else None
     if args.json:
         print(render.dumps({
             "path": document.path, "run": number, "step": args.step, "steps": run.step_count,
             "record": None if record is None else render.record_dict(record),
             "state": state.to_dict(),
+            **({"prompt": prompt} if prompt is not None else {}),
         }))
         return 0
     console = render.make_console()
     render.emit(console, render.run_header(run, number, None, document.path, console.width))
+    if prompt is not None:
+        render.emit(console, Text(f"prompt at step {args.step}, as the policy saw it:\n", style="bold magenta"))
+        render.emit(console, Text(sanitize(prompt) + "\n\n"))
     render.emit(console, render.step_block(record, console.width) if record is not None
                 else Text(sanitize("(before the first step)") + "\n"))
     render.emit(console, Text("\n"))

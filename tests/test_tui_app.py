@@ -445,3 +445,12 @@ async def test_the_prompt_view_of_a_run_without_memory_is_the_transcript_so_far(
         assert "the prompt is the transcript so far" in prompt
         assert "Question: How many copies of Il Gattopardo are available?" in prompt
         assert "Observation: ERROR: tool 'web_search' does not exist" in prompt  # step 1, seen at step 2
+
+
+async def test_quitting_while_the_poll_timer_is_due_is_quiet():
+    from test_tui_support import demo_app, settle
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+    app.poll()  # a tick that was already due when the screen went: no error

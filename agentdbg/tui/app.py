@@ -20,8 +20,10 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer
 
 from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
@@ -77,6 +79,7 @@ class DebuggerApp(App[None]):
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = ""):
         super().__init__()
+        self._poll_timer: Timer | None = None
         self.document: Document | None = None
         self.run_index = 0
         self.sessions: dict[int, DebugSession] = {}
@@ -118,9 +121,11 @@ class DebuggerApp(App[None]):
         if error:
             self.show_open_error(error)
         self.query_one(Timeline).focus()
-        self.set_interval(POLL_SECONDS, self.poll)
+        self._poll_timer = self.set_interval(POLL_SECONDS, self.poll)
 
     def on_unmount(self) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.stop()
         if self.document is not None:
             self.document.close()  # stops a file's indexing thread
 
@@ -278,7 +283,10 @@ class DebuggerApp(App[None]):
         if session is None:
             return
         run = session.run
-        timeline = self.query_one(Timeline)
+        try:
+            timeline = self.query_one(Timeline)
+        except NoMatches:  # the screen is being taken down: the app is quitting
+            return
         if run.step_count != timeline.step_count:
             timeline.set_step_count(run.step_count)
             total = len(self.document.runs) if self.document is not None else 1

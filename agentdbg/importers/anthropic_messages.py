@@ -21,7 +21,7 @@ from agentdbg.importers.base import (
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
-from agentdbg.importers.chat import Call, ChatAssembler
+from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
 from agentdbg.importers.openai_chat import _BLOCK_TYPE_PATHS, ANTHROPIC_BLOCKS
 from agentdbg.importers.sniffing import outline
@@ -50,12 +50,7 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
     src = as_source(source, path)
-    result = ImportResult(problems=src.problems)
-    for conversation in _conversations(src):
-        events, raw = _conversation_events(src, **conversation)
-        result.runs.append(events)
-        result.raw_count += raw
-    return result
+    return convert_conversations(src, _conversations(src), _conversation_events)
 
 
 def _conversations(src: Source) -> list[dict]:

@@ -10,10 +10,11 @@ no call is kept as a raw record.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentdbg.importers.base import Source
+from agentdbg.importers.base import ImportResult, Source
 from agentdbg.importers.builder import RunBuilder, StepDraft
 from agentdbg.importers.jsondata import parse_arguments
 
@@ -143,3 +144,14 @@ class ChatAssembler:
         elif self._tokens is not None and steps:
             steps[-1].tokens += self._tokens
         self._tokens = None
+
+
+def convert_conversations(src: Source, conversations: list[dict],
+                          to_events: Callable[..., tuple[list, int]]) -> ImportResult:
+    """One run per conversation: ``to_events(src, **conversation) -> (events, raw count)``."""
+    result = ImportResult(problems=src.problems)
+    for conversation in conversations:
+        events, raw = to_events(src, **conversation)
+        result.runs.append(events)
+        result.raw_count += raw
+    return result

@@ -8,6 +8,7 @@ must say ``executes_code = true`` and the caller must pass ``allow_code=True``.
 from __future__ import annotations
 
 import importlib
+import math
 import re
 import tomllib
 from collections.abc import Callable
@@ -158,6 +159,15 @@ class _Builder:
             )
         return value
 
+    def timeout(self, table: dict, key: str, section: str, index: int = 0, default: float | None = None,
+                label: str = "") -> float | None:
+        """Seconds a tool may run: a positive, finite number (a waiting thread cannot take inf or nan)."""
+        value = self.want(table, key, (int, float), section, index, default=default, label=label)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise self.where.error(f"{label or f'[{section}]'}: {key} must be a positive number of seconds, got {value}",
+                                   section, index, key)
+        return value
+
     def plan(self) -> Plan:
         data = self.data
         task = self.want(data, "task", str, "")
@@ -206,7 +216,7 @@ class _Builder:
         threshold = self.want(spec, "repeat_threshold", int, "guards", default=None)
         errors = self.want(spec, "max_consecutive_errors", int, "guards", default=None)
         tokens = self.want(spec, "token_budget", int, "guards", default=None)
-        timeout = self.want(spec, "tool_timeout", (int, float), "guards", default=10.0)
+        timeout = self.timeout(spec, "tool_timeout", "guards", default=10.0)
         if repeat not in ("off", "any", "consecutive"):
             raise self.where.error(f"[guards]: repeat must be off, any or consecutive, got {repeat!r}", "guards", key="repeat")
         try:
@@ -244,7 +254,7 @@ class _Builder:
             kind = self.want(spec, "kind", str, "tools", index, label=label)
             description = self.want(spec, "description", str, "tools", index, default="", label=label)
             dangerous = self.want(spec, "dangerous", bool, "tools", index, default=False, label=label)
-            timeout = self.want(spec, "timeout", (int, float), "tools", index, default=None, label=label)
+            timeout = self.timeout(spec, "timeout", "tools", index, label=label)
             if kind == "calculator":
                 tool = calculator(name, self.want(spec, "param", str, "tools", index, default="expression", label=label), description)
             elif kind == "table":

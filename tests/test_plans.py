@@ -70,6 +70,14 @@ def test_each_run_gets_fresh_tools(sample_plans):
         ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "s"\nkind = "scripted"\nresponses = [{ wait = 1 }]\n',
          "[[tools]] #1 (s): scripted tool 's', response 1: use one of return / raise / hang"),
         ('task = "t"\n[policy]\nkind = "plan"\n[[policy.steps]]\nargs = {}\n', "plan.toml:4: [[policy.steps]] #1: missing 'tool'"),
+        ('task = "t"\n[guards]\ntool_timeout = inf\n[policy]\nkind="outputs"\noutputs=[]\n',
+         "plan.toml:3: [guards]: tool_timeout must be a positive number of seconds, got inf"),
+        ('task = "t"\n[guards]\ntool_timeout = nan\n[policy]\nkind="outputs"\noutputs=[]\n',
+         "plan.toml:3: [guards]: tool_timeout must be a positive number of seconds, got nan"),
+        ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "a"\nkind = "calculator"\ntimeout = 0\n',
+         "plan.toml:8: [[tools]] #1 (a): timeout must be a positive number of seconds, got 0"),
+        ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "a"\nkind = "calculator"\ntimeout = -1.5\n',
+         "plan.toml:8: [[tools]] #1 (a): timeout must be a positive number of seconds, got -1.5"),
     ],
 )
 def test_mistakes_name_the_file_and_line(tmp_path, text, expected):

@@ -93,7 +93,7 @@ def test_scripted_tool_plays_responses_then_repeats_the_last():
     assert registry.dispatch("flaky", {}) == 1.5
 
 
-@pytest.mark.parametrize("responses", [[], [{"return": 1, "raise": "x"}], [{"wait": 1}]])
+@pytest.mark.parametrize("responses", [[], [{"return": 1, "raise": "x"}], [{"wait": 1}], [1], ["return"]])
 def test_scripted_tool_refuses_bad_responses(responses):
     with pytest.raises(ValueError):
         scripted("bad", responses)

@@ -69,6 +69,8 @@ def test_each_run_gets_fresh_tools(sample_plans):
          "plan.toml:9: [[tools]] #2 (a): a second tool named 'a'"),
         ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "s"\nkind = "scripted"\nresponses = [{ wait = 1 }]\n',
          "[[tools]] #1 (s): scripted tool 's', response 1: use one of return / raise / hang"),
+        ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "s"\nkind = "scripted"\nresponses = [1]\n',
+         "plan.toml:5: [[tools]] #1 (s): scripted tool 's', response 1: use one of return / raise / hang"),
         ('task = "t"\n[policy]\nkind = "plan"\n[[policy.steps]]\nargs = {}\n', "plan.toml:4: [[policy.steps]] #1: missing 'tool'"),
         ('task = "t"\n[guards]\ntool_timeout = inf\n[policy]\nkind="outputs"\noutputs=[]\n',
          "plan.toml:3: [guards]: tool_timeout must be a positive number of seconds, got inf"),

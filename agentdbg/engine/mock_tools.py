@@ -97,7 +97,7 @@ def scripted(
     if not responses:
         raise ValueError(f"scripted tool {name!r} needs at least one response")
     for i, response in enumerate(responses):
-        if len(set(response) & {"return", "raise", "hang"}) != 1:
+        if not isinstance(response, Mapping) or len(set(response) & {"return", "raise", "hang"}) != 1:
             raise ValueError(f"scripted tool {name!r}, response {i + 1}: use one of return / raise / hang")
     calls = [0]
 

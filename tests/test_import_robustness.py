@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,3 +98,34 @@ def test_json_lines(messages):
 @given(LINES)
 def test_text(lines):
     _every_importer_copes_with("\n".join(lines))
+
+
+BAD_USAGE = [
+    ("openai-chat", [{"role": "user", "content": "q"},
+                     {"role": "assistant", "content": "a", "usage": {"total_tokens": -50}},
+                     {"role": "assistant", "content": "b", "usage": {"prompt_tokens": True, "completion_tokens": 7}}]),
+    ("anthropic-messages", [{"role": "user", "content": [{"type": "text", "text": "q"}]},
+                            {"role": "assistant", "content": [{"type": "thinking", "thinking": "a"}],
+                             "usage": {"input_tokens": -50, "output_tokens": True}},
+                            {"role": "assistant", "content": [{"type": "text", "text": "b"}],
+                             "usage": {"input_tokens": 7}}]),
+    ("otel-genai", {"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "t", "spanId": str(n), "name": "chat", "startTimeUnixNano": str(n), "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": text}]}])}},
+            {"key": "gen_ai.usage.input_tokens", "value": {"intValue": str(tokens)}}]}
+        for n, text, tokens in ((1, "a", -50), (2, "b", 7))]}]}]}),
+    ("swe-agent", {"trajectory": [{"action": "ls", "observation": "x", "thought": "a"}],
+                   "info": {"model_stats": {"tokens_sent": -50, "tokens_received": 7}}}),
+]
+
+
+@pytest.mark.parametrize(("name", "data"), BAD_USAGE, ids=[name for name, _ in BAD_USAGE])
+def test_usage_figures_that_are_not_counts_are_not_counted(name, data):
+    result = importers.get_format(name).convert(json.dumps(data), "usage")
+    [events] = result.runs
+    for event in events:  # a converted run is one a trace can hold and read back
+        assert ev.event_from_dict(json.loads(json.dumps(event.to_dict()))) == event
+    counters = [e for e in events if isinstance(e, ev.GuardCounters)]
+    assert counters[-1].tokens == [7, None]

@@ -18,6 +18,7 @@ from agentdbg.importers.base import (
     params_from_schema,
     preview,
     text_of,
+    token_count,
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
@@ -121,7 +122,7 @@ def _usage(message: dict) -> int | None:
     if not isinstance(usage, dict):
         return None
     keys = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    counted = [usage.get(k) for k in keys if isinstance(usage.get(k), int)]
+    counted = [n for n in (token_count(usage.get(k)) for k in keys) if n is not None]
     return sum(counted) if counted else None
 
 

@@ -121,6 +121,14 @@ def preview(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def token_count(value: Any) -> int | None:
+    """A usage figure as a source recorded it: a count (an integer of 0 or more, not a
+    bool), else None, so a damaged figure never reaches the guards counters."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 def text_of(value: Any) -> str:
     """Text for a field that should be text but may be anything: JSON for structures."""
     if value is None:

@@ -18,6 +18,7 @@ from agentdbg.importers.base import (
     params_from_schema,
     preview,
     text_of,
+    token_count,
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
@@ -134,11 +135,11 @@ def _usage(message: dict) -> int | None:
     usage = message.get("usage")
     if not isinstance(usage, dict):
         return None
-    total = usage.get("total_tokens")
-    if isinstance(total, int):
+    total = token_count(usage.get("total_tokens"))
+    if total is not None:
         return total
-    counted = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
-    return sum(v for v in counted if isinstance(v, int)) if any(isinstance(v, int) for v in counted) else None
+    counted = [n for n in (token_count(usage.get(k)) for k in ("prompt_tokens", "completion_tokens")) if n is not None]
+    return sum(counted) if counted else None
 
 
 def _calls(message: dict) -> list[Call]:

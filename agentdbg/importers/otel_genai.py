@@ -29,6 +29,7 @@ from agentdbg.importers.base import (
     as_source,
     params_from_schema,
     text_of,
+    token_count,
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
@@ -193,8 +194,8 @@ def _reply_text(part: dict) -> str:
 
 
 def _tokens(attrs: dict) -> int | None:
-    counts = [attrs.get(k) for k in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")]
-    counts = [c for c in counts if isinstance(c, int) and not isinstance(c, bool)]
+    keys = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+    counts = [n for n in (token_count(attrs.get(k)) for k in keys) if n is not None]
     return sum(counts) if counts else None
 
 

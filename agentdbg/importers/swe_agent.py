@@ -25,6 +25,7 @@ from agentdbg.importers.base import (
     Source,
     as_source,
     text_of,
+    token_count,
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
@@ -120,16 +121,16 @@ def _model_stats(info: dict) -> tuple[int | None, str]:
     stats = info.get("model_stats")
     if not isinstance(stats, dict):
         return None, ""
-    sent, received = stats.get("tokens_sent"), stats.get("tokens_received")
+    sent, received = token_count(stats.get("tokens_sent")), token_count(stats.get("tokens_received"))
     total = None
-    if isinstance(sent, int) or isinstance(received, int):
-        total = (sent if isinstance(sent, int) else 0) + (received if isinstance(received, int) else 0)
+    if sent is not None or received is not None:
+        total = (sent or 0) + (received or 0)
     parts = []
     if isinstance(stats.get("instance_cost"), (int, float)):
         parts.append(f"cost {stats['instance_cost']:.4f}")
-    if isinstance(sent, int):
+    if sent is not None:
         parts.append(f"{sent} tokens sent")
-    if isinstance(received, int):
+    if received is not None:
         parts.append(f"{received} tokens received")
     if isinstance(stats.get("api_calls"), int):
         parts.append(f"{stats['api_calls']} API calls")

@@ -50,3 +50,45 @@ async def test_a_file_that_cannot_be_opened_starts_the_app_with_the_reason(tmp_p
             assert app.session is None
             assert reason in pane_text(app, "scratchpad")
             assert reason in " ".join(app.problems)
+
+
+def deferred_index(monkeypatch) -> None:
+    """Traces index only their first 4 KiB on opening; the rest only once someone waits for it."""
+    from agentdbg.trace import reader
+
+    pending: list = []
+    start_thread, wait = reader.TraceIndex.start_thread, reader.TraceIndex.wait
+
+    def start_when_waited_for(index, timeout=None):
+        while pending:
+            start_thread(pending.pop())
+        return wait(index, timeout)
+
+    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda index: pending.append(index))
+    monkeypatch.setattr(reader.TraceIndex, "wait", start_when_waited_for)
+
+
+def three_runs(tmp_path):
+    from agentdbg.trace.synthetic import synthetic_run
+    from agentdbg.trace.writer import write_trace
+
+    path = tmp_path / "batch.jsonl"
+    write_trace(path, (synthetic_run(60, seed=i, name=f"episode-{i + 1}") for i in range(3)))
+    return path
+
+
+async def test_run_n_of_a_file_still_being_indexed_opens_that_run(tmp_path, monkeypatch):
+    deferred_index(monkeypatch)
+    app = debug.build_app(args(file=str(three_runs(tmp_path)), run=3))
+    assert isinstance(app, DebuggerApp)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.run_index == 2
+        assert "episode-3 (run 3/3)" in app.query_one("#header").text
+
+
+def test_run_n_beyond_a_file_still_being_indexed_exits_2(tmp_path, monkeypatch, capsys):
+    deferred_index(monkeypatch)
+    assert debug.build_app(args(file=str(three_runs(tmp_path)), run=4)) == 2
+    assert "holds 3 runs" in capsys.readouterr().err

@@ -33,10 +33,11 @@ def build_app(args: argparse.Namespace):
             print(f"agentdbg: unknown --format {args.format!r}; formats: {names}", file=sys.stderr)
             return 2
     document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code)
-    # A file still being indexed may find more runs; a plan or a read file will not.
-    growing = document is not None and any(
-        not run.complete and not callable(getattr(run, "advance", None)) for run in document.runs)
-    if document is not None and document.runs and not growing and run_number > len(document.runs):
+    if document is not None:
+        from agentdbg.cli.render import wait_for_runs
+
+        wait_for_runs(document, run_number)  # run N of a large file may lie beyond what is indexed yet
+    if document is not None and document.runs and run_number > len(document.runs):
         count = len(document.runs)
         print(f"agentdbg: --run {run_number}: {args.file} holds {count} run{'s' if count != 1 else ''}",
               file=sys.stderr)

@@ -73,14 +73,19 @@ def wait_for_index(document: Document) -> None:
         waiter()
 
 
+def wait_for_runs(document: Document, count: int) -> None:
+    """Wait until a file still being indexed has found ``count`` runs, or has no more."""
+    waiter = getattr(document, "wait", None)
+    while len(document.runs) < count and callable(waiter) and not getattr(document, "complete", True):
+        waiter(0.05)
+
+
 def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int, Any]]:
     """(number, run) for each run, as soon as the index has found it; ``only`` picks one."""
     if only is not None:
         if only < 1:
             raise InputError(f"--run {only}: runs are numbered from 1")
-        waiter = getattr(document, "wait", None)
-        while len(document.runs) < only and callable(waiter) and not getattr(document, "complete", True):
-            waiter(0.05)
+        wait_for_runs(document, only)
         if len(document.runs) < only:
             raise InputError(f"--run {only}: {document.path} has {plural(len(document.runs), 'run')}")
         yield only, document.runs[only - 1]

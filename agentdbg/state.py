@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.engine.events import _check_counter, _is_count
+from agentdbg.engine.events import _check_counter, _check_results, _check_texts, _is_count
 
 STATE_VERSION = 1
 
@@ -314,10 +314,25 @@ class RunState:
         ):
             raise ValueError("checkpoint state is malformed: 'tool_calls' should map tools to [calls, failures]")
         trips = data.get("trips")
-        if not isinstance(trips, list) or not all(isinstance(t, list) and len(t) == 3 for t in trips):
+        if not isinstance(trips, list) or not all(
+            isinstance(t, list) and len(t) == 3 and _is_count(t[0]) and isinstance(t[1], str) and isinstance(t[2], str)
+            for t in trips
+        ):
             raise ValueError("checkpoint state is malformed: each guard trip should be [step, guard, message]")
+        for key in ("answer", "outcome"):
+            if not (data.get(key) is None or isinstance(data[key], str)):
+                raise ValueError(f"checkpoint state is malformed: {key!r} should be a string or null")
+        # The same shapes the memory events must have: the state's tiers are made of them.
+        m = data.get("memory")
+        shapes = [(key, _check_texts) for key in ("buffer", "added", "evicted", "stored")] + [("recalled", _check_results)]
+        for key, check in shapes:
+            value = m.get(key) if isinstance(m, dict) else None
+            problem = "should be a list" if not isinstance(value, list) else check(value)
+            if problem:
+                raise ValueError(f"checkpoint state is malformed: memory {key!r} {problem}")
+        if not isinstance(m.get("summary"), str):
+            raise ValueError("checkpoint state is malformed: memory 'summary' should be a string")
         try:
-            m = data["memory"]
             return cls(
                 step=int(data["step"]),
                 steps=list(data["steps"]),
@@ -333,7 +348,7 @@ class RunState:
                 raw_count=int(data.get("raw_count", 0)),
                 memory=MemoryState(
                     buffer=tuple(m["buffer"]),
-                    summary=str(m["summary"]),
+                    summary=m["summary"],
                     semantic_size=int(m["semantic_size"]),
                     recalled=tuple(m["recalled"]),
                     added=tuple(m["added"]),

@@ -65,6 +65,26 @@ def test_a_damaged_checkpoint_is_a_value_error(data):
         RunState.from_dict(data)
 
 
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d["memory"].update(buffer=[1, {"a": 2}]), "memory 'buffer' should be a list of strings"),
+        (lambda d: d["memory"].update(evicted="old turn"), "memory 'evicted' should be a list"),
+        (lambda d: d["memory"].update(recalled=[7]), "memory 'recalled' should be a list of"),
+        (lambda d: d["memory"].update(summary=["s"]), "memory 'summary' should be a string"),
+        (lambda d: d.update(answer={"x": 1}), "'answer' should be a string or null"),
+        (lambda d: d.update(trips=[[1, 2, 3]]), "each guard trip should be"),
+    ],
+)
+def test_a_checkpoint_with_damaged_contents_is_refused(sample_plans, damage, message):
+    """Refused, so the reader reports it and rebuilds the state from the steps instead."""
+    run = group_run(load_plan(sample_plans / "memory_research.toml").run().events)
+    data = run.state_at(10).to_dict()
+    damage(data)
+    with pytest.raises(ValueError, match=f"checkpoint state is malformed: {message}"):
+        RunState.from_dict(data)
+
+
 def test_several_runs_in_one_stream_split_at_run_start(sample_plans):
     a = load_plan(sample_plans / "library_good.toml").run().events
     b = load_plan(sample_plans / "library_stuck.toml").run().events

@@ -55,8 +55,8 @@ def _require_text(text: Any) -> str:
 
 
 _FINAL = re.compile(r"^[ \t]*Final[ \t]+Answer[ \t]*:[ \t]*", re.M)
-_BRACKET_LINE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.M)
-_BRACKET_CALL = re.compile(r"^(\w+)[ \t]*\[(.*)\]$", re.S)
+_ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.M)  # the bracket, colon and JSON formats
+_BRACKET_CALL = re.compile(r"^(\w+)[ \t]*\[(.*)\]$", re.S)  # name[argument]: bracket and numbered formats
 
 
 def parse_bracket_action(text: str) -> Step:
@@ -65,7 +65,7 @@ def parse_bracket_action(text: str) -> Step:
     final = _FINAL.search(text)
     if final:
         return FinalAnswer(_thought_before(text, final.start()), text[final.end():].strip())
-    line = _BRACKET_LINE.search(text)
+    line = _ACTION_LINE.search(text)
     if not line:
         raise ValueError("invalid format, use Action: name[argument] or Final Answer: ...")
     written = line.group(1).strip()
@@ -77,7 +77,6 @@ def parse_bracket_action(text: str) -> Step:
 
 
 _ANSWER = re.compile(r"^[ \t]*(?:Final[ \t]+)?Answer[ \t]*:[ \t]*", re.M)
-_COLON_LINE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.M)
 _COLON_CALL = re.compile(r"^(\w+)[ \t]*:[ \t]*(.*)$", re.S)
 
 
@@ -87,7 +86,7 @@ def parse_colon_action(text: str) -> Step:
     answer = _ANSWER.search(text)
     if answer:
         return FinalAnswer(_thought_before(text, answer.start()), text[answer.end():].strip())
-    line = _COLON_LINE.search(text)
+    line = _ACTION_LINE.search(text)
     if not line:
         raise ValueError("could not parse Action, use Action: tool: argument or Answer: ...")
     written = line.group(1).strip()
@@ -98,7 +97,6 @@ def parse_colon_action(text: str) -> Step:
     return Action(_thought_before(text, line.start()), name, argument.strip(), call=f"{name}: {argument.strip()}")
 
 
-_JSON_ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.M)
 _JSON_INPUT = re.compile(r"^[ \t]*Action[ \t]+Input[ \t]*:[ \t]*", re.M)
 
 
@@ -108,7 +106,7 @@ def parse_json_action(text: str) -> Step:
     final = _FINAL.search(text)
     if final:
         return FinalAnswer(_thought_before(text, final.start()), text[final.end():].strip())
-    action = _JSON_ACTION.search(text)
+    action = _ACTION_LINE.search(text)
     if not action:
         raise ValueError("no Action: line and no Final Answer:")
     name = action.group(1).strip()
@@ -130,7 +128,6 @@ def parse_json_action(text: str) -> Step:
 
 _NUM_THOUGHT = re.compile(r"^[ \t]*Thought[ \t]*\d*[ \t]*:[ \t]*", re.M)
 _NUM_ACTION = re.compile(r"^[ \t]*Action[ \t]*(\d*)[ \t]*:\s*(.*?)\s*$", re.M | re.S)
-_NUM_CALL = re.compile(r"^(\w+)[ \t]*\[(.*)\]$", re.S)
 
 
 def parse_numbered_action(text: str) -> Step:
@@ -144,7 +141,7 @@ def parse_numbered_action(text: str) -> Step:
     found = list(_NUM_THOUGHT.finditer(head))
     thought = head[found[-1].end():].strip() if found else ""
     written = action.group(2).strip()
-    call = _NUM_CALL.match(written)
+    call = _BRACKET_CALL.match(written)
     if not call:
         raise ValueError(f"invalid action {written!r}, use Search[entity], Lookup[keyword] or Finish[answer]")
     name, argument = call.groups()
@@ -214,15 +211,6 @@ PARSERS: dict[str, Callable[[Any], Step]] = {
     "numbered": parse_numbered_action,
     "plan": parse_plan_step,
     "script": parse_script_step,
-}
-
-FORMAT_HELP = {
-    "bracket": "Thought: ... / Action: name[argument] / Final Answer: ...",
-    "colon": "Action: tool: argument / Answer: ...",
-    "json": "Thought: ... / Action: name / Action Input: {json} / Final Answer: ...",
-    "numbered": "Thought 1: ... / Action 1: Search[x] / Finish[answer]",
-    "plan": "(tool, args) steps; finish ends the run",
-    "script": '{"thought", "action", "args"} or {"kind": "finish", "content"} steps',
 }
 
 

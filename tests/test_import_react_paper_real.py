@@ -8,7 +8,6 @@ exactly the ones the importer's repeat counter flags.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 
@@ -86,8 +85,6 @@ def test_the_runs_flagged_as_repeating_are_exactly_the_looping_ones(fever_runs):
     assert sorted(by_name) == ["question 1781", "question 3522"]  # 1781 repeats a Lookup
 
 
-@pytest.mark.skipif(importlib.util.find_spec("agentdbg.cli.check") is None,
-                    reason="agentdbg check is not built yet")
 def test_check_fail_on_repeat_flags_the_looping_runs(fever_runs, capsys):
     from agentdbg.cli import main
 

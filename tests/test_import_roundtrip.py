@@ -3,7 +3,6 @@ steps and events; through ``agentdbg show`` too once that command exists."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
@@ -124,8 +123,6 @@ def test_a_file_with_no_runs_is_unusable(tmp_path, capsys):
     assert not (tmp_path / "out.jsonl").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("agentdbg.cli.show") is None,
-                    reason="agentdbg show is not built yet")
 @pytest.mark.parametrize("path", all_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_show_gives_the_same_steps_for_the_file_and_its_converted_trace(path, tmp_path, capsys):
     out = tmp_path / "run.jsonl"

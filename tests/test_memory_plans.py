@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -310,10 +309,6 @@ def test_the_debugger_sees_memory_change_step_by_step():
 
 # --- the command line --------------------------------------------------------------------------
 
-STATS_READY = importlib.util.find_spec("agentdbg.cli.stats") is not None
-
-
-@pytest.mark.skipif(not STATS_READY, reason="the stats command (agentdbg/cli/stats.py) is not there yet")
 @pytest.mark.parametrize(
     ("plan", "outcome", "steps", "answer"),
     [

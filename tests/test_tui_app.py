@@ -6,6 +6,7 @@ import json
 
 from test_tui_support import (
     SIZE,
+    deferred_index,
     demo_app,
     event_document,
     live_app,
@@ -454,3 +455,22 @@ async def test_quitting_while_the_poll_timer_is_due_is_quiet():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
     app.poll()  # a tick that was already due when the screen went: no error
+
+
+async def test_the_header_counts_runs_the_index_finds_after_opening(tmp_path, monkeypatch):
+    from agentdbg.trace.reader import open_trace
+    from agentdbg.trace.synthetic import synthetic_run
+    from agentdbg.trace.writer import write_trace
+
+    deferred_index(monkeypatch)  # the first 4 KiB: all of run 1, the start of run 2
+    path = tmp_path / "batch.jsonl"
+    write_trace(path, [synthetic_run(5, seed=1)] + [synthetic_run(60, seed=i) for i in (2, 3)])
+    app = DebuggerApp(open_trace(path), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "(run 1/2)" in app.query_one("#header").text
+        app.document.wait()
+        app.poll()
+        await pilot.pause()
+        assert app.session.run.step_count == 5
+        assert "(run 1/3)" in app.query_one("#header").text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from test_tui_support import PLANS, SIZE, pane_text, press, settle, status
+from test_tui_support import PLANS, SIZE, deferred_index, pane_text, press, settle, status
 
 from agentdbg.cli import debug
 from agentdbg.tui.app import DebuggerApp
@@ -50,23 +50,6 @@ async def test_a_file_that_cannot_be_opened_starts_the_app_with_the_reason(tmp_p
             assert app.session is None
             assert reason in pane_text(app, "scratchpad")
             assert reason in " ".join(app.problems)
-
-
-def deferred_index(monkeypatch) -> None:
-    """Traces index only their first 4 KiB on opening; the rest only once someone waits for it."""
-    from agentdbg.trace import reader
-
-    pending: list = []
-    start_thread, wait = reader.TraceIndex.start_thread, reader.TraceIndex.wait
-
-    def start_when_waited_for(index, timeout=None):
-        while pending:
-            start_thread(pending.pop())
-        return wait(index, timeout)
-
-    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 4096)
-    monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda index: pending.append(index))
-    monkeypatch.setattr(reader.TraceIndex, "wait", start_when_waited_for)
 
 
 def three_runs(tmp_path):

@@ -75,3 +75,21 @@ def pane_text(app, pane: str) -> str:
 def screen_text(app) -> str:
     """What the terminal shows, as plain text."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def deferred_index(monkeypatch) -> None:
+    """Traces index only their first 4 KiB on opening; the rest only once someone waits for it."""
+    from agentdbg.trace import reader
+
+    pending: list = []
+    start_thread, wait = reader.TraceIndex.start_thread, reader.TraceIndex.wait
+
+    def start_when_waited_for(index, timeout=None):
+        while pending:
+            start_thread(pending.pop())
+        return wait(index, timeout)
+
+    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda index: pending.append(index))
+    monkeypatch.setattr(reader.TraceIndex, "wait", start_when_waited_for)
+

@@ -287,13 +287,16 @@ class DebuggerApp(App[None]):
             timeline = self.query_one(Timeline)
         except NoMatches:  # the screen is being taken down: the app is quitting
             return
-        if run.step_count != timeline.step_count:
+        header = self.query_one(RunHeader)
+        total = len(self.document.runs) if self.document is not None else 1
+        grew = run.step_count != timeline.step_count
+        if grew:
             timeline.set_step_count(run.step_count)
-            total = len(self.document.runs) if self.document is not None else 1
-            self.query_one(RunHeader).show(run, session.cursor, self.run_index, total)
-            if session.cursor == 0 and run.step_count > 0 and not session.is_live:
-                session.goto(1)
-                self.show_cursor()
+        if grew or total != header.run_total:  # the index found more steps, or more runs
+            header.show(run, session.cursor, self.run_index, total)
+        if grew and session.cursor == 0 and run.step_count > 0 and not session.is_live:
+            session.goto(1)
+            self.show_cursor()
         self.report_problems()
 
     # --- moving -------------------------------------------------------------------------

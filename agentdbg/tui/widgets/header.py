@@ -32,8 +32,10 @@ class RunHeader(Widget):
         super().__init__(id=id)
         self.left = Text()
         self.right = Text()
+        self.run_total = 1
 
     def show(self, run, step: int, run_index: int = 0, run_total: int = 1) -> None:
+        self.run_total = run_total
         self.left, self.right = self.describe(run, step, run_index, run_total)
         self.refresh()
 

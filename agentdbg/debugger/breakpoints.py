@@ -64,13 +64,6 @@ class Breakpoint:
             return f"tool {self.spec}"
         return self.spec
 
-    def matches(self, record: Any) -> bool:
-        if self.kind == "step":
-            return getattr(record, "step", None) == int(self.spec)
-        if self.kind == "tool":
-            return getattr(record, "tool", None) == self.spec
-        return self._filter is not None and self._filter.matches(record)
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "spec": self.spec, "enabled": self.enabled}
         if self.ignore:

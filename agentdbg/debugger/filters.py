@@ -95,28 +95,28 @@ class Filter:
     help: ClassVar[str] = ""
     needs: ClassVar[str] = ""  # what a missing argument should have been, for the error
 
-    _predicate: Callable[[Any, Any], bool] | None = None
+    _predicate: Callable[[Any], bool] | None = None
 
-    def matches(self, record: Any, state: Any = None) -> bool:
+    def matches(self, record: Any) -> bool:
         predicate = self._predicate
         if predicate is None:
             predicate = self._predicate = self.predicate()
-        return predicate(record, state)
+        return predicate(record)
 
-    def predicate(self) -> Callable[[Any, Any], bool]:
-        """The filter as one plain function of (record, state): built once, called for
-        every step a continue scans, so it avoids per-node method dispatch."""
+    def predicate(self) -> Callable[[Any], bool]:
+        """The filter as one plain function of the record: built once, called for every
+        step a continue scans, so it avoids per-node method dispatch."""
         test = self._matches
 
-        def safe(record: Any, state: Any) -> bool:
+        def safe(record: Any) -> bool:
             try:
-                return bool(test(record, state))
+                return bool(test(record))
             except Exception:  # an odd record does not match; it never crashes the debugger
                 return False
 
         return safe
 
-    def _matches(self, record: Any, state: Any) -> bool:
+    def _matches(self, record: Any) -> bool:
         raise NotImplementedError
 
     eventful: ClassVar[bool] = False  # matches only steps with an error, trip, answer, end...
@@ -136,7 +136,7 @@ class FError(Filter):
     help = "any error: a tool error, a parse error or an error observation"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return (record.error_kind is not None or record.parse_error is not None
                 or record.observation_error is True)
 
@@ -146,7 +146,7 @@ class FParse(Filter):
     help = "the policy's output could not be read (parse error)"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.parse_error is not None
 
 
@@ -155,7 +155,7 @@ class FRepeat(Filter):
     help = "the step's action (or unreadable output) repeats an earlier one"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.is_repeat
 
 
@@ -164,7 +164,7 @@ class FTripped(Filter):
     help = "a guard stopped the run in this step"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.tripped is not None
 
 
@@ -173,7 +173,7 @@ class FFinal(Filter):
     help = "the step gives the final answer"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.answer is not None
 
 
@@ -182,7 +182,7 @@ class FEnd(Filter):
     help = "the run ended in this step (answer, guard, script exhausted...)"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.end is not None
 
 
@@ -191,7 +191,7 @@ class FRaw(Filter):
     help = "the step holds records an import could not map"
     eventful = True
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return len(record.raw) > 0
 
 
@@ -214,7 +214,7 @@ class _Regex(_Arg):
         super().__init__(argument)
         self.pattern = compile_regex(argument)
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self):
@@ -238,7 +238,7 @@ class FTool(_Arg):
     def bytes_test(self):
         return None if self.pattern is not None else quick.may_name([self.argument])
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         tool = record.tool
         if tool is None:
             return False
@@ -259,7 +259,7 @@ class FKind(_Arg):
             raise ValueError(f"unknown error kind {argument!r}; known: {', '.join(ERROR_KINDS)}")
         super().__init__(argument)
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.error_kind == self.argument
 
 
@@ -281,7 +281,7 @@ class FGuard(_Arg):
         super().__init__(argument)
         self.name = name
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return record.tripped is not None and record.tripped.guard == self.name
 
 
@@ -319,7 +319,7 @@ class FText(_Regex):
     code = "~text"
     help = "anywhere in the step's text: thought, action, output, observation, answer"
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         return self.pattern.search(transcript_text(record)[:_SEARCH_LIMIT]) is not None
 
 
@@ -352,7 +352,7 @@ class _Compare(_Arg):
     def value(self, record: Any) -> Any:
         raise NotImplementedError
 
-    def _matches(self, record, state):
+    def _matches(self, record):
         value = self.value(record)
         return isinstance(value, int) and not isinstance(value, bool) and self.test(value)
 
@@ -399,7 +399,7 @@ class Not(Filter):
 
     def predicate(self):
         inner = self.inner.predicate()
-        return lambda record, state: not inner(record, state)
+        return lambda record: not inner(record)
 
     def __str__(self) -> str:
         return f"!{_group(self.inner)}"
@@ -439,12 +439,12 @@ class Or(Filter):
         return " | ".join(_group(p) for p in self.parts)
 
 
-def _both(a: Callable, b: Callable) -> Callable[[Any, Any], bool]:
-    return lambda record, state: a(record, state) and b(record, state)
+def _both(a: Callable, b: Callable) -> Callable[[Any], bool]:
+    return lambda record: a(record) and b(record)
 
 
-def _either(a: Callable, b: Callable) -> Callable[[Any, Any], bool]:
-    return lambda record, state: a(record, state) or b(record, state)
+def _either(a: Callable, b: Callable) -> Callable[[Any], bool]:
+    return lambda record: a(record) or b(record)
 
 
 def _group(part: Filter) -> str:

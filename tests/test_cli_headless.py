@@ -445,3 +445,25 @@ def test_show_step_prompt_prints_what_the_policy_was_given(capsys, source):
     code, out, _ = run_cli(capsys, "show", path, "--step", "14", "--prompt")
     assert code == 0 and "prompt at step 14, as the policy saw it:" in out and "Recalled from memory:" in out
     assert run_cli(capsys, "show", path, "--prompt")[0] == 2
+
+
+def test_convert_keeps_control_sequences_in_file_names_off_the_terminal(tmp_path: Path, capsys) -> None:
+    hostile = tmp_path / "chat\x1b]52;c;aGk=\x07\x1b[2J.json"
+    hostile.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "x", "content": "y"}]}),
+                       encoding="utf-8")
+    code, out, err = run_cli(capsys, "convert", hostile, "-o", tmp_path / "chat.jsonl")
+    assert code == 0 and "1 run, 0 steps" in out
+    assert "agentdbg convert: warning:" in err and "not a chat role" in err
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    code, _, err = run_cli(capsys, "convert", hostile, "-o", tmp_path / "chat.jsonl")
+    assert code == 2 and "exists; use --force" in err and "\x1b" not in err
+
+
+def test_error_messages_of_several_lines_stay_readable(tmp_path: Path, capsys) -> None:
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text('{"hello": "world"}', encoding="utf-8")
+    for command in ("show", "convert"):
+        argv = [command, unknown] + (["-o", tmp_path / "out.jsonl"] if command == "convert" else [])
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and f"agentdbg {command}: error:" in err
+        assert "Formats tried:\n  react-paper:" in err and "⏎" not in err

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             print(render.dumps(result), flush=True)
         else:
             _print(result, names)
-            render.print_problems(document, "check")
+            render.print_problems(document.problems, document.path, "check")
     except BrokenPipeError:
         render.quiet_broken_pipe()
     return 0 if result["ok"] else 1

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
+from agentdbg.cli import render
+from agentdbg.text import one_line
 from agentdbg.trace import format as fmt
 
 
@@ -16,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="the saved run (its format is detected from its content)")
     parser.add_argument("-o", "--output", required=True, metavar="TRACE",
                         help="the agentdbg trace to write (JSON Lines)")
-    parser.add_argument("--format", choices=None, metavar="NAME",
+    parser.add_argument("--format", metavar="NAME",
                         help=f"read FILE as this format instead of detecting it: {', '.join(BY_NAME)}")
     parser.add_argument("--force", action="store_true", help="replace TRACE if it exists")
 
@@ -28,30 +29,23 @@ def run(args: argparse.Namespace) -> int:
     source, output = Path(args.file), Path(args.output)
     problem = _refusal(source, output, args.force)
     if problem:
-        print(f"agentdbg convert: {problem}", file=sys.stderr)
-        return 2
+        return render.fail("convert", problem)
     started = time.perf_counter()
     try:
         name, result = importers.convert_file(source, args.format)
     except ValueError as exc:  # NotImportable, UnknownFormat
-        print(f"agentdbg convert: {exc}", file=sys.stderr)
-        return 2
-    for found in result.problems:
-        print(f"warning: {found}", file=sys.stderr)
+        return render.fail("convert", str(exc))
+    render.print_problems(result.problems, str(source), "convert")
     if not result.runs:
-        print(f"agentdbg convert: {source}: no runs found in it as {name}", file=sys.stderr)
-        return 2
+        return render.fail("convert", f"{source}: no runs found in it as {name}")
     try:
         written = write_trace(output, result.runs, header={"source": str(source), "source_format": name})
     except (OSError, ValueError) as exc:
-        print(f"agentdbg convert: cannot write {output}: {exc}", file=sys.stderr)
-        return 2
+        return render.fail("convert", f"cannot write {output}: {exc}")
     seconds = time.perf_counter() - started
-    runs = _plural(written.runs, "run")
-    steps = _plural(written.steps, "step")
-    raw = _plural(result.raw_count, "record")
-    print(f"{source} ({name}) -> {output}: {runs}, {steps}; {raw} kept as raw events; "
-          f"{_plural(len(result.problems), 'warning')} ({seconds:.2f} s)")
+    print(f"{one_line(str(source))} ({name}) -> {one_line(str(output))}: {render.plural(written.runs, 'run')}, "
+          f"{render.plural(written.steps, 'step')}; {render.plural(result.raw_count, 'record')} kept as raw events; "
+          f"{render.plural(len(result.problems), 'warning')} ({seconds:.2f} s)")
     return 0
 
 
@@ -74,7 +68,3 @@ def _refusal(source: Path, output: Path, force: bool) -> str:
     if head == fmt.HEADER_PREFIX:
         return f"{source}: is already an agentdbg trace"
     return ""
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"

@@ -23,7 +23,7 @@ from rich.text import Span, Text
 from agentdbg.engine import events as ev
 from agentdbg.runs import Document
 from agentdbg.state import RunInfo, RunState, StepRecord
-from agentdbg.text import one_line, sanitize
+from agentdbg.text import one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
 LABEL_STYLES = {
@@ -140,13 +140,15 @@ def make_console(file: TextIO | None = None) -> Console:
     return Console(file=file or sys.stdout, highlight=False, markup=False, emoji=False)
 
 
-def print_problems(document: Document, command: str, file: TextIO | None = None) -> None:
+def print_problems(problems: list, path: str, command: str, file: TextIO | None = None) -> None:
+    """Problems found reading ``path`` (a damaged line, an odd record), as warnings on stderr."""
     out = file or sys.stderr
-    problems = list(document.problems)
+    problems = list(problems)
     for problem in problems[:MAX_PROBLEMS_SHOWN]:
         print(f"agentdbg {command}: warning: {one_line(str(problem), 500)}", file=out)
     if len(problems) > MAX_PROBLEMS_SHOWN:
-        print(f"agentdbg {command}: warning: {len(problems) - MAX_PROBLEMS_SHOWN} more problems in {document.path}", file=out)
+        print(f"agentdbg {command}: warning: {len(problems) - MAX_PROBLEMS_SHOWN} more problems in {one_line(path, 500)}",
+              file=out)
 
 
 def quiet_broken_pipe() -> None:
@@ -157,7 +159,8 @@ def quiet_broken_pipe() -> None:
 
 
 def fail(command: str, message: str) -> int:
-    print(f"agentdbg {command}: error: {one_line(message, 2000)}", file=sys.stderr)
+    # Lines stay lines (a list of the formats tried reads better so); control sequences go.
+    print(f"agentdbg {command}: error: {shorten(message, 2000)}", file=sys.stderr)
     return 2
 
 

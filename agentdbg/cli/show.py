@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         document.close()
-    render.print_problems(document, "show")
+    render.print_problems(document.problems, document.path, "show")
     return code
 
 

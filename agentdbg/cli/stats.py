@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             print(render.dumps(result), flush=True)
         else:
             _print(result)
-            render.print_problems(document, "stats")
+            render.print_problems(document.problems, document.path, "stats")
     except BrokenPipeError:
         render.quiet_broken_pipe()
     return 0

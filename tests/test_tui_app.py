@@ -361,7 +361,7 @@ async def test_escape_cancels_a_long_continue():
             time.sleep(0.002)
             return super().record(step)
 
-    app = DebuggerApp(Document("slow", "trace", [SlowRun(events)]), save_breakpoints=False)
+    app = DebuggerApp(Document("slow", "trace", [SlowRun(events), EventRun(events)]), save_breakpoints=False)
     app.breakpoints.auto["final"] = False
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -371,6 +371,9 @@ async def test_escape_cancels_a_long_continue():
         assert app.busy == "continue"
         await pilot.press("n")  # ignored while busy
         assert "in progress" in status(app)
+        app.say("")
+        await pilot.press("r")  # so is switching runs
+        assert "continue in progress" in status(app) and app.screen is app.screen_stack[0]
         await pilot.press("escape")
         await settle(pilot)
         assert app.busy is None

@@ -585,6 +585,7 @@ class DebuggerApp(App[None]):
             self.say("this file holds a single run", "yellow")
             return
         if self.busy:
+            self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
         def answer(index: int | None) -> None:

@@ -174,3 +174,16 @@ def test_untrusted_text_is_written_verbatim_and_stays_on_one_line(tmp_path: Path
     raw = path.read_bytes()
     assert raw.count(b"\n") == 4
     assert [ev.event_from_dict(d) for d in lines(path)[1:]] == events
+
+
+def test_the_example_in_the_format_guide_is_what_a_recording_writes(tmp_path: Path, sample_plans: Path) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "trace-format.md").read_text(encoding="utf-8")
+    block = guide[guide.index('\n{"type":"header"') + 1:]
+    example = [json.loads(line) for line in block[: block.index("\n```")].split("\n")]
+    path = tmp_path / "run.jsonl"
+    with TraceWriter(path, checkpoint_every=2, header={"source": "sample_plans/library_hallucinating.toml"}) as writer:
+        writer.write_all(plan_events(sample_plans, "library_hallucinating"))
+    written = lines(path)
+    for data in (written[1], example[1]):
+        data.pop("source", None)  # the plan's path as it was given
+    assert [e for e in written if e["type"] != "header"] == [e for e in example if e["type"] != "header"]

@@ -460,6 +460,20 @@ async def test_quitting_while_the_poll_timer_is_due_is_quiet():
     app.poll()  # a tick that was already due when the screen went: no error
 
 
+async def test_a_poll_tick_while_the_panes_are_taken_down_is_quiet():
+    from test_tui_support import demo_app, settle
+
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await app.query_one("#header").remove()  # quitting removes the panes one by one
+        app.poll()
+        await app.query_one("#scratchpad").remove()
+        app.session.cursor = 0
+        app.query_one(Timeline).step_count = -1  # as if the run had grown meanwhile
+        app.poll()
+
+
 async def test_the_header_counts_runs_the_index_finds_after_opening(tmp_path, monkeypatch):
     from agentdbg.trace.reader import open_trace
     from agentdbg.trace.synthetic import synthetic_run

@@ -279,14 +279,17 @@ class DebuggerApp(App[None]):
 
     def poll(self) -> None:
         """A file still being indexed (or a live run moved by a worker) may have grown."""
+        try:
+            self._poll()
+        except NoMatches:  # the screen's widgets are being taken down: the app is quitting
+            pass
+
+    def _poll(self) -> None:
         session = self.session
         if session is None:
             return
         run = session.run
-        try:
-            timeline = self.query_one(Timeline)
-        except NoMatches:  # the screen is being taken down: the app is quitting
-            return
+        timeline = self.query_one(Timeline)
         header = self.query_one(RunHeader)
         total = len(self.document.runs) if self.document is not None else 1
         grew = run.step_count != timeline.step_count

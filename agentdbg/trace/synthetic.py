@@ -92,11 +92,3 @@ def synthetic_run(steps: int, *, seed: int = 0, name: str = "synthetic") -> Iter
         errors_in_row = errors_in_row + 1 if is_error else 0
         yield ev.GuardCounters(step=step, steps=[step, None], repeats=[repeats, None],
                                errors=[errors_in_row, None], tokens=[tokens, None], step_tokens=step_tokens)
-
-
-def synthetic_runs(steps: int, runs: int = 1, *, seed: int = 0) -> Iterator[list[ev.Event]]:
-    """``runs`` runs sharing ``steps`` steps between them (episodes of one batch)."""
-    base, extra = divmod(steps, runs)
-    for index in range(runs):
-        count = base + (1 if index < extra else 0)
-        yield list(synthetic_run(count, seed=seed + index, name=f"synthetic-{index + 1}"))

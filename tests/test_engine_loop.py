@@ -265,3 +265,15 @@ def test_the_repeat_counter_moves_even_on_the_step_the_token_budget_stops():
     trace = ReActAgent(ScriptedOutputs(outputs), flaky_registry(), guards=[TokenBudget(spent[0] + 1)]).run("x")
     assert trace.outcome.status == "token budget exhausted"
     assert [e.repeats for e in trace.events if isinstance(e, ev.GuardCounters)] == [[1, None], [2, None]]
+
+
+def test_a_result_that_cannot_be_shown_as_text_is_an_error_observation():
+    class Opaque:
+        def __str__(self) -> str:
+            raise RuntimeError("no text form")
+
+    registry = ToolRegistry([Tool("blob", "", {}, lambda: Opaque())])
+    trace = ReActAgent(ScriptedOutputs(["Action: blob\nAction Input: {}"], "json"), registry).run("x")
+    step = trace.steps[0]
+    assert step.error.kind == "exception"
+    assert step.observation == "ERROR: RuntimeError while turning blob's result into text: no text form"

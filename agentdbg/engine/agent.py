@@ -148,6 +148,16 @@ def render_output(output: Any, parsed: Step | None) -> str:
     return "\n".join(lines)
 
 
+def _as_text(value: Any, tool: str) -> str | ToolError:
+    """A tool's result as the observation text; a result that cannot be shown is an error too."""
+    if isinstance(value, ToolError):
+        return value
+    try:
+        return str(value)
+    except Exception as exc:
+        return ToolError("exception", tool, f"{type(exc).__name__} while turning {tool}'s result into text: {exc}")
+
+
 class ReActAgent:
     def __init__(
         self,
@@ -331,12 +341,13 @@ class AgentRun:
 
         if isinstance(result.parsed, Action):
             value = agent.registry.dispatch(result.parsed.name, result.parsed.args)
+            value = _as_text(value, result.parsed.name)
             if isinstance(value, ToolError):
                 result.error = value
                 emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool))
                 result.observation = value.observation
             else:
-                result.observation = str(value)
+                result.observation = value
         else:
             result.observation = f"ERROR: {result.parse_error}"
         is_error = result.error is not None or result.parse_error is not None

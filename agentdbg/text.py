@@ -12,6 +12,7 @@ dependency on rich or textual.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # One alternative per kind of sequence; the order matters (the longest forms first).
 _CONTROL = re.compile(
@@ -44,6 +45,15 @@ def one_line(text: str, limit: int | None = None) -> str:
     if limit is not None and len(flat) > limit:
         return flat[: max(limit - 1, 0)] + "…"
     return flat
+
+
+def flat(text: Any, limit: int | None = None) -> str:
+    """Sanitized text with every run of whitespace (newlines included) made one space,
+    cut to ``limit`` characters with ``…``: for status lines, titles and table cells."""
+    collapsed = " ".join(sanitize(text if isinstance(text, str) else str(text)).split())
+    if limit is not None and len(collapsed) > limit:
+        return collapsed[: max(limit - 1, 0)] + "…"
+    return collapsed
 
 
 def shorten(text: str, limit: int) -> str:

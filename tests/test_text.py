@@ -95,3 +95,11 @@ def test_text_module_does_not_import_rich() -> None:
     code = "import sys, agentdbg.text; print('rich' in sys.modules or 'textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_flat_puts_untrusted_text_on_one_short_line():
+    from agentdbg.text import flat
+
+    assert flat("a\n  b\t\x1b[31mc\x1b[0m") == "a b c"
+    assert flat("x" * 10, 5) == "xxxx…"
+    assert flat(42) == "42"

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentdbg.debugger import quick
 from agentdbg.debugger.filters import Filter, parse_filter
-from agentdbg.text import sanitize
+from agentdbg.text import flat
 
 AUTO_BREAKS: dict[str, str] = {
     "tool_error": "a tool call failed: unknown tool, bad arguments, exception, timeout",
@@ -36,8 +36,7 @@ REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
 
 def one_line(text: Any, width: int = REASON_WIDTH) -> str:
     """Untrusted text made safe for a status line: no control sequences, no newlines, short."""
-    text = " ".join(sanitize(text).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return flat(text, width)
 
 
 @dataclass(eq=False)

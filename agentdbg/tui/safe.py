@@ -12,7 +12,7 @@ from typing import Any
 from rich.style import Style
 from rich.text import Text
 
-from agentdbg.text import sanitize
+from agentdbg.text import flat, sanitize
 
 
 def clean(value: Any) -> str:
@@ -20,12 +20,8 @@ def clean(value: Any) -> str:
     return sanitize(value if isinstance(value, str) else str(value)).replace("\t", "    ")
 
 
-def one_line(value: Any, limit: int | None = None) -> str:
-    """Clean text folded onto one line (for the timeline and titles)."""
-    text = " ".join(clean(value).split())
-    if limit is not None and len(text) > limit:
-        text = text[: max(limit - 1, 0)] + "…"
-    return text
+# Clean text folded onto one line (for the timeline, titles and status lines).
+one_line = flat
 
 
 def plain(value: Any, style: str | Style = "") -> Text:

@@ -114,10 +114,6 @@ class StepRecord:
         return self.answer is None and self.guards is not None and (self.guards.repeats[0] or 0) >= 2
 
     @property
-    def is_final(self) -> bool:
-        return self.answer is not None
-
-    @property
     def step_tokens(self) -> int:
         return self.guards.step_tokens if self.guards is not None else 0
 

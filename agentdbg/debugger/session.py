@@ -81,10 +81,6 @@ class DebugSession:
         """The engine runs this run on demand (a plan)."""
         return callable(getattr(self.run, "advance", None))
 
-    @property
-    def more_may_come(self) -> bool:
-        return not self.run.complete
-
     def record(self) -> StepRecord | None:
         """The step at the cursor (None before the first step exists)."""
         return self.run.record(self.cursor) if self.cursor > 0 else None

@@ -20,7 +20,6 @@ _MAX_VALUE = 60
 @dataclass
 class Outline:
     root: str = ""  # "{", "[" or "" (not JSON)
-    roots: int = 0  # top-level values seen (more than one: JSON Lines)
     keys: set = field(default_factory=set)  # paths of keys
     values: dict = field(default_factory=dict)  # path -> set of short string values
 
@@ -47,7 +46,6 @@ def outline(head: str) -> Outline:
         token = match.group()
         if token in ("{", "["):
             if not stack:
-                found.roots += 1
                 label = None
             else:
                 top = stack[-1]

@@ -332,8 +332,6 @@ class TraceIndex:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._last_notice = 0.0
-        self.started_at = time.perf_counter()
-        self.finished_at: float | None = None
         self.cpu_seconds = 0.0  # CPU time the background thread spent indexing
         self._first_structure: int | None = None
 
@@ -475,7 +473,6 @@ class TraceIndex:
                 self.runs[-1].end = self.source.data_end if not failed else min(self.position, self.source.data_end)
             self.position = self.source.data_end
             self.complete = True
-            self.finished_at = time.perf_counter()
             self.lock.notify_all()
         if not failed and not self.source.closed:
             try:
@@ -512,7 +509,6 @@ class TraceRun:
         self._run = run
         self.number = number
         self._info: RunInfo | None = None
-        self._start_event: ev.RunStart | None = None
         self._records: OrderedDict[int, StepRecord] = OrderedDict()
         self._states: OrderedDict[int, RunState] = OrderedDict()
         self._bad_checkpoints: set[int] = set()
@@ -531,7 +527,6 @@ class TraceRun:
                     decoded = self._source.decode(line, 0)
                     event = decoded if isinstance(decoded, ev.RunStart) else None
                     break
-            self._start_event = event
             self._info = RunInfo.from_event(event)
         return self._info
 

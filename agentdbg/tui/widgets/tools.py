@@ -26,9 +26,6 @@ class ToolsPane(LinePane):
         calls = self.state.tool_calls if self.state is not None else {}
         return (id(self.info), self.current_tool, tuple((k, tuple(v)) for k, v in calls.items()))
 
-    def _declared(self) -> set[str]:
-        return self.info.tool_names() if self.info is not None else set()
-
     @property
     def current_tool(self) -> str | None:
         return self.record.tool if self.record is not None else None
@@ -64,7 +61,7 @@ class ToolsPane(LinePane):
             signature = ", ".join(f"{clean(k)}: {clean(v)}" for k, v in params.items())
         else:
             signature = clean(params)
-        head = self._head(name, signature, counts, current, width)
+        head = self._head(name, signature, counts, current, width, declared=True)
         if spec.get("dangerous"):
             head.append(" dangerous", style="bold red")
         lines = [head]
@@ -78,7 +75,7 @@ class ToolsPane(LinePane):
         return [head, Text("  called, but no such tool exists", style="italic red")]
 
     def _head(self, name: str, signature: str, counts: list, current: bool, width: int,
-              unknown: bool = False) -> Text:
+              unknown: bool = False, declared: bool = False) -> Text:
         made, failed = (list(counts) + [0, 0])[:2]
         pointer = "▶ " if current else "  "
         name_style = "bold red strike" if unknown else "bold"
@@ -86,7 +83,7 @@ class ToolsPane(LinePane):
         text.append(one_line(name, 40), style=name_style)
         if unknown:
             text.append(" (unknown tool)", style="red")
-        elif signature or name in self._declared():
+        elif declared:
             text.append(f"({signature})")
         counter = f"{made}×"
         if failed:

@@ -9,6 +9,7 @@ import pytest
 from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle, status
 
 from agentdbg.plans import load_plan
+from agentdbg.runs import Problem
 from agentdbg.trace.writer import write_trace
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.opening import open_for_app
@@ -96,3 +97,13 @@ async def test_a_file_that_is_no_trace_starts_the_app_with_the_reason(tmp_path, 
         assert app.session.cursor == 1 and "web_search" in status(app)  # step 1 is the error
         await press(pilot, "c")
         assert app.session.cursor == 5 and "final answer: 2" in status(app)
+
+
+async def test_problems_found_while_drawing_a_step_are_listed_at_once(tmp_path):
+    app = await open_app(damage(tmp_path, "invalid utf-8"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app._poll_timer.stop()  # no help from the poll tick: e must list what is known now
+        app.document.problems.append(Problem(str(tmp_path / "run.jsonl"), 99, "found just now"))
+        await press(pilot, "e")
+        assert "found just now" in screen_text(app)

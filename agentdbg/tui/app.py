@@ -84,7 +84,7 @@ class DebuggerApp(App[None]):
         self.run_index = 0
         self.sessions: dict[int, DebugSession] = {}
         self.breakpoints = BreakpointSet()
-        self.problems: list[str] = []
+        self._problems: list[str] = []
         self.save_breakpoints = save_breakpoints
         self.last_search = ""
         self.busy: str | None = None  # the operation a worker is running
@@ -145,7 +145,7 @@ class DebuggerApp(App[None]):
         self.document = document
         self._label = label or self._label
         self.sessions = {}
-        self.problems = []
+        self._problems = []
         self._problems_seen = 0
         self._document_problems = 0
         self.breakpoints = self.load_breakpoints(document)
@@ -201,14 +201,20 @@ class DebuggerApp(App[None]):
         except ValueError as exc:
             self.notify(one_line(str(exc), 300), title="Breakpoints not saved", severity="warning", markup=False)
 
-    def report_problems(self) -> None:
-        """Tell about problems not told yet (a file being indexed may find more)."""
+    @property
+    def problems(self) -> list[str]:
+        """Every problem so far: the app's own, then the file's (a file being read finds
+        more as its index grows and as damaged steps are first drawn)."""
         if self.document is not None:
             found = self.document.problems
-            self.problems.extend(str(problem) for problem in found[self._document_problems:len(found)])
+            self._problems.extend(str(problem) for problem in found[self._document_problems:len(found)])
             self._document_problems = len(found)
+        return self._problems
+
+    def report_problems(self) -> None:
+        """Tell about problems not told yet."""
         new = self.problems[self._problems_seen:]
-        self._problems_seen = len(self.problems)
+        self._problems_seen += len(new)
         if not new:
             return
         now = time.monotonic()
@@ -222,7 +228,7 @@ class DebuggerApp(App[None]):
 
     def show_open_error(self, error: str) -> None:
         self.problems.append(error)
-        self._problems_seen = len(self.problems)
+        self._problems_seen = len(self._problems)
         self.query_one(Scratchpad).empty_message = Text.assemble(
             ("Could not open the file\n\n", "bold red"), (one_line(error, 2000), ""),
             ("\n\nPress o to open another file, q to quit.", "dim"))
@@ -469,7 +475,7 @@ class DebuggerApp(App[None]):
         if document is None:
             self.notify(one_line(error, 300), title="Could not open", severity="error", timeout=10, markup=False)
             self.problems.append(error)
-            self._problems_seen = len(self.problems)
+            self._problems_seen = len(self._problems)
             self.say(f"could not open {one_line(path, 100)}: {one_line(error, 200)}", "bold red")
             return
         self.set_document(document, 0, label=path)

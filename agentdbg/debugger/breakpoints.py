@@ -72,6 +72,14 @@ class Breakpoint:
 
 def validate(kind: str, spec: Any) -> str:
     """The spec in its normal form; ValueError with a readable message when it is bad."""
+    spec = _normal_spec(kind, spec)
+    if kind == "filter":
+        parse_filter(spec)  # raises ValueError saying what and where
+    return spec
+
+
+def _normal_spec(kind: str, spec: Any) -> str:
+    """As ``validate``, a filter's expression not parsed yet (a ``Breakpoint`` parses it)."""
     if kind not in BREAKPOINT_KINDS:
         raise ValueError(f"unknown breakpoint kind {kind!r}; known: {', '.join(BREAKPOINT_KINDS)}")
     if kind == "step":
@@ -81,10 +89,7 @@ def validate(kind: str, spec: Any) -> str:
         return str(int(text))
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a {kind} breakpoint needs a {'tool name' if kind == 'tool' else 'filter'}")
-    spec = spec.strip()
-    if kind == "filter":
-        parse_filter(spec)  # raises ValueError saying what and where
-    return spec
+    return spec.strip()
 
 
 class BreakpointSet:
@@ -93,7 +98,12 @@ class BreakpointSet:
     def __init__(self) -> None:
         self.auto: dict[str, bool] = dict.fromkeys(AUTO_BREAKS, True)
         self.breakpoints: list[Breakpoint] = []
-        self._reindex()
+        # Lookups by kind and spec, step and tool: adding, finding and the per-step check
+        # stay cheap with many breakpoints (each kept up to date as one is added or removed).
+        self._keys: dict[tuple[str, str], Breakpoint] = {}
+        self._steps: dict[int, Breakpoint] = {}
+        self._tools: dict[str, list[Breakpoint]] = {}
+        self._filters: list[Breakpoint] = []
 
     # --- editing ---------------------------------------------------------------------
 
@@ -106,18 +116,35 @@ class BreakpointSet:
 
     def add(self, kind: str, spec: Any) -> Breakpoint:
         """Add a breakpoint (or return the existing one with the same kind and spec)."""
-        spec = validate(kind, spec)
-        for bp in self.breakpoints:
-            if bp.kind == kind and bp.spec == spec:
-                return bp
-        bp = Breakpoint(kind, spec)
+        spec = _normal_spec(kind, spec)
+        existing = self._keys.get((kind, spec))
+        if existing is not None:
+            return existing
+        bp = Breakpoint(kind, spec)  # parses a filter: ValueError saying what and where
         self.breakpoints.append(bp)
-        self._reindex()
+        self._keys[(kind, spec)] = bp
+        if kind == "step":
+            self._steps[int(spec)] = bp
+        elif kind == "tool":
+            self._tools.setdefault(spec, []).append(bp)
+        else:
+            self._filters.append(bp)
         return bp
 
     def remove(self, bp: Breakpoint) -> None:
-        self.breakpoints = [b for b in self.breakpoints if b is not bp]
-        self._reindex()
+        if self._keys.get((bp.kind, bp.spec)) is not bp:
+            return
+        del self._keys[(bp.kind, bp.spec)]
+        self.breakpoints.remove(bp)
+        if bp.kind == "step":
+            del self._steps[int(bp.spec)]
+        elif bp.kind == "tool":
+            same_tool = self._tools[bp.spec]
+            same_tool.remove(bp)
+            if not same_tool:
+                del self._tools[bp.spec]
+        else:
+            self._filters.remove(bp)
 
     def toggle(self, bp: Breakpoint) -> bool:
         """Enable or disable; returns the new setting."""
@@ -143,7 +170,7 @@ class BreakpointSet:
 
     def clear(self) -> None:
         self.breakpoints = []
-        self._reindex()
+        self._keys, self._steps, self._tools, self._filters = {}, {}, {}, []
 
     def __len__(self) -> int:
         return len(self.breakpoints)
@@ -151,18 +178,13 @@ class BreakpointSet:
     def __iter__(self):
         return iter(list(self.breakpoints))
 
-    def _reindex(self) -> None:
-        # Lookups by step and tool keep the per-step check cheap on long runs.
-        self._steps: dict[int, Breakpoint] = {}
-        self._tools: dict[str, list[Breakpoint]] = {}
-        self._filters: list[Breakpoint] = []
-        for bp in self.breakpoints:
-            if bp.kind == "step":
-                self._steps[int(bp.spec)] = bp
-            elif bp.kind == "tool":
-                self._tools.setdefault(bp.spec, []).append(bp)
-            else:
-                self._filters.append(bp)
+    def __getitem__(self, index: int) -> Breakpoint:
+        """The breakpoint at ``index`` in the order they were added (for a list view)."""
+        return self.breakpoints[index]
+
+    def index(self, bp: Breakpoint) -> int:
+        """Where ``bp`` is in that order; ValueError when it is not in this set."""
+        return self.breakpoints.index(bp)
 
     # --- matching --------------------------------------------------------------------
 

@@ -10,13 +10,14 @@ honours ignore counts), for the step where a continue actually stops.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring, encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
 from agentdbg.debugger import quick
+from agentdbg.debugger.files import Refused, read_small_file, replace_file
 from agentdbg.debugger.filters import Filter, parse_filter
 from agentdbg.text import flat
 
@@ -32,6 +33,7 @@ BREAKPOINT_KINDS = ("step", "tool", "filter")
 SIDECAR_SUFFIX = ".breakpoints.json"
 SIDECAR_FORMAT = "agentdbg-breakpoints"
 SIDECAR_VERSION = 1
+MAX_SIDECAR_BYTES = 16 * 1024 * 1024  # about 300,000 breakpoints; more is certainly not a sidecar
 REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
 
 def one_line(text: Any, width: int = REASON_WIDTH) -> str:
@@ -340,34 +342,57 @@ class BreakpointSet:
             bp.enabled, bp.ignore, bp.hits = enabled, ignore, hits
         return result
 
-    def save(self, path: str | Path) -> None:
-        """Write the sidecar (atomically); ValueError naming the file when it cannot."""
-        path = Path(path)
-        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
-        temporary = path.with_name(path.name + ".tmp")
+    def to_text(self) -> str:
+        """``to_dict`` as the sidecar's text: one line per breakpoint (easy to read and to
+        diff, and quick to write with many breakpoints)."""
         try:
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, path)
-        except OSError as exc:
-            try:
-                temporary.unlink()
-            except OSError:
-                pass
-            raise ValueError(f"{path}: cannot save breakpoints: {exc.strerror or exc}") from None
+            return self._text(encode_basestring)
+        except UnicodeEncodeError:  # a lone surrogate: escape it so the file stays UTF-8
+            return self._text(encode_basestring_ascii)
+
+    def _text(self, quote: Callable[[str], str]) -> str:
+        auto = ", ".join(f"{quote(code)}: {'true' if on else 'false'}" for code, on in self.auto.items())
+        lines = [f'    {{"kind": {quote(bp.kind)}, "spec": {quote(bp.spec)}, '
+                 f'"enabled": {"true" if bp.enabled else "false"}'
+                 + (f', "ignore": {bp.ignore:d}}}' if bp.ignore else "}")
+                 for bp in self.breakpoints]
+        body = "[\n" + ",\n".join(lines) + "\n  ]" if lines else "[]"
+        text = (f'{{\n  "format": {quote(SIDECAR_FORMAT)},\n  "version": {SIDECAR_VERSION},\n'
+                f'  "auto": {{{auto}}},\n  "breakpoints": {body}\n}}\n')
+        text.encode("utf-8")  # UnicodeEncodeError on a lone surrogate
+        return text
+
+    def save(self, path: str | Path) -> None:
+        """Write the sidecar atomically, never through a symbolic link and never over
+        anything but a regular file; ValueError naming the file when it cannot."""
+        path = Path(path)
+        data = self.to_text().encode("utf-8")
+        if len(data) > MAX_SIDECAR_BYTES:  # it could not be read back
+            raise ValueError(f"{path}: cannot save breakpoints: too many to save "
+                             f"({len(data):,} bytes; the limit is {MAX_SIDECAR_BYTES:,})")
+        try:
+            replace_file(path, data)
+        except Refused as exc:
+            raise ValueError(f"{path}: cannot save breakpoints: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> BreakpointSet:
         """Read a sidecar. A missing file gives the defaults (nothing saved yet); a damaged
         or foreign one gives a ValueError naming the file and what is wrong."""
+        loaded = cls.read(path)
+        return loaded if loaded is not None else cls()
+
+    @classmethod
+    def read(cls, path: str | Path) -> BreakpointSet | None:
+        """As ``load``, None when there is no file. A symbolic link is not followed, and a
+        pipe, a device or a file over ``MAX_SIDECAR_BYTES`` is refused unread."""
         path = Path(path)
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return cls()
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read breakpoints: {exc.strerror or exc}") from None
-        if len(raw) > 10_000_000:
-            raise ValueError(f"{path}: too large for a breakpoints file ({len(raw)} bytes)")
+            raw = read_small_file(path, MAX_SIDECAR_BYTES)
+        except Refused as exc:
+            raise ValueError(f"{path}: cannot read breakpoints: {exc}") from None
+        if raw is None:
+            return None
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ import pytest
 from agentdbg.debugger import breakpoints as bp_module
 from agentdbg.debugger import files
 from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
+from agentdbg.debugger.sidecar import open_sidecar, sidecar_paths
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need a POSIX system")
 
@@ -191,3 +192,75 @@ def test_a_file_that_grows_while_read_is_cut_off_at_the_limit(tmp_path, monkeypa
     with pytest.raises(files.Refused, match="too large"):
         files.read_small_file(sidecar, 20)
     assert files.read_small_file(sidecar, 50) == b"x" * 50
+
+
+# --- which file a trace's breakpoints are read from and saved to --------------------------
+
+NEWER = json.dumps({"format": "agentdbg-breakpoints", "version": 2, "breakpoints": []})
+
+
+def test_the_names_breakpoints_may_be_kept_under(tmp_path):
+    assert [path.name for path in sidecar_paths(tmp_path / "run.trace")] == [
+        "run.trace.breakpoints.json", "run.trace.breakpoints.2.json", "run.trace.breakpoints.3.json"]
+
+
+def test_nothing_saved_yet_means_the_usual_name(tmp_path):
+    sidecar = open_sidecar(tmp_path / "run.trace")
+    assert sidecar.path == sidecar_path(tmp_path / "run.trace")
+    assert not sidecar.loaded and not sidecar.kept and sidecar.problems() == []
+    assert len(sidecar.breakpoints) == 0
+
+
+def test_a_readable_file_is_read_and_saved_back(tmp_path):
+    some_breakpoints().save(sidecar_path(tmp_path / "run.trace"))
+    sidecar = open_sidecar(tmp_path / "run.trace")
+    assert sidecar.loaded and sidecar.path == sidecar_path(tmp_path / "run.trace")
+    assert sidecar.breakpoints.to_dict() == some_breakpoints().to_dict() and sidecar.problems() == []
+
+
+def test_a_file_that_cannot_be_read_is_kept_and_the_breakpoints_go_beside_it(tmp_path):
+    usual, second, _ = sidecar_paths(tmp_path / "run.trace")
+    usual.write_text(NEWER)
+    sidecar = open_sidecar(tmp_path / "run.trace")
+    assert sidecar.path == second and not sidecar.loaded and list(sidecar.kept) == [usual]
+    [problem] = sidecar.problems()
+    assert problem.startswith(f"breakpoints not loaded: {usual}: unsupported version 2")
+    assert problem.endswith(f"the file is kept as it is; breakpoints you set are saved to {second}")
+    assert sidecar.notice() == ("run.trace.breakpoints.json cannot be read and is kept as it is; "
+                                "breakpoints you set are saved to run.trace.breakpoints.2.json (e lists why)")
+    sidecar.breakpoints.add("step", 4)
+    sidecar.save()
+    assert usual.read_text() == NEWER
+    again = open_sidecar(tmp_path / "run.trace")  # the next opening reads what was saved
+    assert again.path == second and again.loaded and again.breakpoints.has_step(4)
+    assert again.problems()[-1].endswith(f"breakpoints are read from and saved to {second}")
+
+
+def test_once_the_usual_file_is_gone_the_other_one_is_still_read(tmp_path):
+    usual, second, _ = sidecar_paths(tmp_path / "run.trace")
+    some_breakpoints().save(second)
+    sidecar = open_sidecar(tmp_path / "run.trace")
+    assert sidecar.path == second and sidecar.loaded and sidecar.problems() == []
+
+
+def test_a_link_at_the_usual_name_is_kept_and_not_written_through(tmp_path):
+    victim = tmp_path / "victim.json"
+    victim.write_text("precious")
+    usual, second, _ = sidecar_paths(tmp_path / "run.trace")
+    usual.symlink_to(victim)
+    sidecar = open_sidecar(tmp_path / "run.trace")
+    assert sidecar.path == second and "symbolic link" in sidecar.kept[usual]
+    sidecar.save()
+    assert victim.read_text() == "precious" and usual.is_symlink() and second.is_file()
+
+
+def test_when_every_name_is_taken_nothing_is_saved_and_it_says_why(tmp_path):
+    for path in sidecar_paths(tmp_path / "run.trace"):
+        path.write_text("not json")
+    sidecar = open_sidecar(tmp_path / "run.trace")
+    assert sidecar.path is None and len(sidecar.kept) == 3 and len(sidecar.problems()) == 3
+    assert "breakpoints you set are not saved" in sidecar.problems()[-1]
+    assert "are kept as they are" in sidecar.notice()
+    with pytest.raises(ValueError, match="breakpoints you set are not saved"):
+        sidecar.save()
+    assert all(path.read_text() == "not json" for path in sidecar_paths(tmp_path / "run.trace"))

@@ -26,8 +26,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer
 
-from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
+from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession, Stop
+from agentdbg.debugger.sidecar import Sidecar, open_sidecar
 from agentdbg.runs import Document
 from agentdbg.tui import commands
 from agentdbg.tui.safe import one_line
@@ -86,6 +87,8 @@ class DebuggerApp(App[None]):
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
         self.save_breakpoints = save_breakpoints
+        self._sidecar: Sidecar | None = None  # where the breakpoints are saved
+        self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
         self.busy: str | None = None  # the operation a worker is running
         self._cancel = threading.Event()
@@ -177,29 +180,41 @@ class DebuggerApp(App[None]):
             self.say(f"{where}{self.describe_step()}")
 
     def load_breakpoints(self, document: Document) -> BreakpointSet:
-        path = self.sidecar(document)
-        if path is None:
+        """The breakpoints saved beside ``document``'s file; a file kept unread is a problem."""
+        self._sidecar = None
+        self._save_noticed = ""
+        if not self.save_breakpoints or not Path(document.path).is_file():
             return BreakpointSet()
-        try:
-            return BreakpointSet.load(path)
-        except ValueError as exc:
-            self.problems.append(f"breakpoints not loaded: {exc}")
-            return BreakpointSet()
+        self._sidecar = open_sidecar(document.path)
+        self.problems.extend(self._sidecar.problems())
+        return self._sidecar.breakpoints
 
-    def sidecar(self, document: Document | None) -> Path | None:
-        if document is None or not self.save_breakpoints:
-            return None
-        path = Path(document.path)
-        return sidecar_path(path) if path.is_file() else None
-
-    def save_breakpoint_file(self) -> None:
-        path = self.sidecar(self.document)
-        if path is None:
-            return
+    def save_breakpoint_file(self) -> bool:
+        """Save the breakpoints beside the file; False (after saying why, once) when they
+        were not saved."""
+        sidecar = self._sidecar
+        if sidecar is None:
+            return True
         try:
-            self.breakpoints.save(path)
+            sidecar.save()
         except ValueError as exc:
-            self.notify(one_line(str(exc), 300), title="Breakpoints not saved", severity="warning", markup=False)
+            if self._notify_save_once(str(exc), "Breakpoints not saved", "warning"):
+                problems = self.problems  # e lists it after the notice is gone
+                problems.append(str(exc))
+                if self._problems_seen == len(problems) - 1:
+                    self._problems_seen += 1  # told already, by the notice
+            return False
+        if sidecar.kept:
+            self._notify_save_once(sidecar.notice(), "Breakpoints saved under another name", "information")
+        return True
+
+    def _notify_save_once(self, message: str, title: str, severity: str) -> bool:
+        """Notify, unless this was the last thing said (every b would say it again)."""
+        if message == self._save_noticed:
+            return False
+        self._save_noticed = message
+        self.notify(one_line(message, 400), title=title, severity=severity, timeout=10, markup=False)
+        return True
 
     @property
     def problems(self) -> list[str]:
@@ -504,8 +519,10 @@ class DebuggerApp(App[None]):
             self.say("no step to put a breakpoint on yet", "yellow")
             return
         on_now = self.breakpoints.toggle_step(session.cursor)
-        self.breakpoints_changed()
-        self.say(f"breakpoint {'set on' if on_now else 'removed from'} step {session.cursor}", "bold")
+        saved = self.breakpoints_changed()
+        unsaved = "" if saved else " (not saved to a file: e says why)"
+        self.say(f"breakpoint {'set on' if on_now else 'removed from'} step {session.cursor}{unsaved}",
+                 "bold" if saved else "bold yellow")
 
     def action_breakpoints(self) -> None:
         session = self.session
@@ -519,9 +536,10 @@ class DebuggerApp(App[None]):
                                           record.tool if record is not None else None))
 
     @on(BreakpointScreen.Changed)
-    def breakpoints_changed(self) -> None:
-        self.save_breakpoint_file()
+    def breakpoints_changed(self) -> bool:
+        saved = self.save_breakpoint_file()
         self.query_one(Timeline).refresh_gutter()
+        return saved
 
     # --- search -------------------------------------------------------------------------
     def action_search(self) -> None:

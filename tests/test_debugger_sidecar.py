@@ -264,3 +264,11 @@ def test_when_every_name_is_taken_nothing_is_saved_and_it_says_why(tmp_path):
     with pytest.raises(ValueError, match="breakpoints you set are not saved"):
         sidecar.save()
     assert all(path.read_text() == "not json" for path in sidecar_paths(tmp_path / "run.trace"))
+
+
+def test_a_name_too_long_for_the_system_is_not_a_file_kept(tmp_path):
+    target = tmp_path / ("r" * 240)
+    sidecar = open_sidecar(target)
+    assert sidecar.path == sidecar_path(target) and sidecar.kept == {} and sidecar.problems() == []
+    with pytest.raises(ValueError, match="cannot save breakpoints: File name too long"):
+        sidecar.save()

@@ -24,6 +24,8 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a named pipe must not wait f
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 _TEMPORARY_NAME_TRIES = 100
+# No file can be at such a path (writing there will say why): the same as a missing file.
+_NO_FILE_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG})
 
 
 class Refused(ValueError):
@@ -63,9 +65,9 @@ def read_small_file(path: str | Path, limit: int) -> bytes | None:
     ``limit`` bytes, or cannot be read."""
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return None
     except OSError as exc:
+        if exc.errno in _NO_FILE_THERE:
+            return None
         raise Refused(exc.strerror or str(exc)) from None
     if not stat.S_ISREG(mode):  # looked at before opening: a pipe or device is never opened
         raise _not_regular(mode, "read")

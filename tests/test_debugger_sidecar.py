@@ -229,7 +229,7 @@ def test_a_file_that_cannot_be_read_is_kept_and_the_breakpoints_go_beside_it(tmp
     assert sidecar.notice() == ("run.trace.breakpoints.json cannot be read and is kept as it is; "
                                 "breakpoints you set are saved to run.trace.breakpoints.2.json (e lists why)")
     sidecar.breakpoints.add("step", 4)
-    sidecar.save()
+    sidecar.save(sidecar.breakpoints)
     assert usual.read_text() == NEWER
     again = open_sidecar(tmp_path / "run.trace")  # the next opening reads what was saved
     assert again.path == second and again.loaded and again.breakpoints.has_step(4)
@@ -250,7 +250,7 @@ def test_a_link_at_the_usual_name_is_kept_and_not_written_through(tmp_path):
     usual.symlink_to(victim)
     sidecar = open_sidecar(tmp_path / "run.trace")
     assert sidecar.path == second and "symbolic link" in sidecar.kept[usual]
-    sidecar.save()
+    sidecar.save(some_breakpoints())
     assert victim.read_text() == "precious" and usual.is_symlink() and second.is_file()
 
 
@@ -262,7 +262,7 @@ def test_when_every_name_is_taken_nothing_is_saved_and_it_says_why(tmp_path):
     assert "breakpoints you set are not saved" in sidecar.problems()[-1]
     assert "are kept as they are" in sidecar.notice()
     with pytest.raises(ValueError, match="breakpoints you set are not saved"):
-        sidecar.save()
+        sidecar.save(some_breakpoints())
     assert all(path.read_text() == "not json" for path in sidecar_paths(tmp_path / "run.trace"))
 
 
@@ -271,4 +271,4 @@ def test_a_name_too_long_for_the_system_is_not_a_file_kept(tmp_path):
     sidecar = open_sidecar(target)
     assert sidecar.path == sidecar_path(target) and sidecar.kept == {} and sidecar.problems() == []
     with pytest.raises(ValueError, match="cannot save breakpoints: File name too long"):
-        sidecar.save()
+        sidecar.save(some_breakpoints())

@@ -32,7 +32,7 @@ class Sidecar:
 
     target: Path
     path: Path | None  # where they are saved; None when every name is taken by a file kept
-    breakpoints: BreakpointSet = field(default_factory=BreakpointSet)
+    breakpoints: BreakpointSet = field(default_factory=BreakpointSet)  # as read
     kept: dict[Path, str] = field(default_factory=dict)  # each file not read, and why
     loaded: bool = False  # the breakpoints were read from ``path``
 
@@ -58,11 +58,11 @@ class Sidecar:
             return f"breakpoints are read from and saved to {shown}"
         return f"breakpoints you set are saved to {shown}"
 
-    def save(self) -> None:
-        """Write the breakpoints to their file; ValueError saying why they were not saved."""
+    def save(self, breakpoints: BreakpointSet) -> None:
+        """Write ``breakpoints`` to this file; ValueError saying why they were not saved."""
         if self.path is None:
             raise ValueError(self.where())
-        self.breakpoints.save(self.path)
+        breakpoints.save(self.path)
 
 
 def open_sidecar(target_path: str | Path) -> Sidecar:

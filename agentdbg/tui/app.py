@@ -196,7 +196,7 @@ class DebuggerApp(App[None]):
         if sidecar is None:
             return True
         try:
-            sidecar.save()
+            sidecar.save(self.breakpoints)
         except ValueError as exc:
             if self._notify_save_once(str(exc), "Breakpoints not saved", "warning"):
                 problems = self.problems  # e lists it after the notice is gone

@@ -112,11 +112,12 @@ class RunBuilder:
 
     def build(self, *, outcome: str | None = None, answer: str | None = None,
               guard: str | None = None, message: str = "",
-              total_tokens: int | None = None) -> list[ev.Event]:
+              total_tokens: int | None = None, verdict: dict | None = None) -> list[ev.Event]:
         """The run's events. ``outcome`` defaults to answered / unfinished / empty;
         ``guard`` records a guard that stopped the run in its last step; ``total_tokens``
         is a run-wide usage figure for a source that recorded no per-step usage (it goes
-        on the last step's running total: nothing is invented per step)."""
+        on the last step's running total: nothing is invented per step); ``verdict`` is
+        a grader's judgement the source recorded (see ``events.RunEnd``)."""
         outcome = outcome or self.default_outcome()
         if answer is None and outcome == "answered" and self.steps:
             answer = self.steps[-1].answer
@@ -129,7 +130,7 @@ class RunBuilder:
             events.extend(ev.RawRecord(step=0, source=r.source, data=r.data, note=r.note)
                           for r in self._pending)
             events.append(ev.RunEnd(step=0, outcome=outcome, answer=answer, steps=0,
-                                    guard=guard, message=message))
+                                    guard=guard, message=message, verdict=verdict))
             return events
         if self._pending:
             self.steps[-1].raw.extend(self._pending)
@@ -156,7 +157,7 @@ class RunBuilder:
         if guard is not None:
             events.append(ev.GuardTripped(step=last, guard=guard, message=message))
         events.append(ev.RunEnd(step=last, outcome=outcome, answer=answer, steps=last,
-                                guard=guard, message=message))
+                                guard=guard, message=message, verdict=verdict))
         return events
 
 

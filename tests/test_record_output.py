@@ -60,8 +60,12 @@ class Gated:
         monkeypatch.setenv("AGENTDBG_TEST_GATE", str(self.gate))
         monkeypatch.syspath_prepend(str(folder))
 
+        self.processes: list[subprocess.Popen] = []
+
     def record(self, output: Path, *flags: str) -> subprocess.Popen:
-        return record(self.plan, output, "--allow-code", *flags, env=self.env)
+        process = record(self.plan, output, "--allow-code", *flags, env=self.env)
+        self.processes.append(process)
+        return process
 
     def open(self) -> None:
         self.gate.touch()
@@ -72,10 +76,18 @@ class Gated:
 
 
 @pytest.fixture
-def gated(tmp_path: Path, monkeypatch) -> Gated:
+def gated(tmp_path: Path, monkeypatch):
     folder = tmp_path / "gated"
     folder.mkdir()
-    return Gated(folder, monkeypatch)
+    gated = Gated(folder, monkeypatch)
+    yield gated
+    gated.open()  # a failed test leaves no recording waiting at the gate
+    for process in gated.processes:
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
 
 def record(plan: Path, output: Path, *flags: str, env: dict | None = None) -> subprocess.Popen:

@@ -33,7 +33,7 @@ from agentdbg.engine.policies import (
     ScriptedPlan,
     ToyScript,
 )
-from agentdbg.engine.tools import Tool, ToolRegistry
+from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
 
 TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted")
 POLICY_KINDS = ("outputs", "plan", "script", "rules", "python")
@@ -161,11 +161,15 @@ class _Builder:
 
     def timeout(self, table: dict, key: str, section: str, index: int = 0, default: float | None = None,
                 label: str = "") -> float | None:
-        """Seconds a tool may run: a positive, finite number (a waiting thread cannot take inf or nan)."""
+        """Seconds a tool may run: a positive, finite number (a waiting thread cannot take inf or nan),
+        at most MAX_TOOL_TIMEOUT (a longer limit looks like a hung run)."""
         value = self.want(table, key, (int, float), section, index, default=default, label=label)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise self.where.error(f"{label or f'[{section}]'}: {key} must be a positive number of seconds, got {value}",
                                    section, index, key)
+        if value is not None and value > MAX_TOOL_TIMEOUT:
+            raise self.where.error(f"{label or f'[{section}]'}: {key} must be at most {MAX_TOOL_TIMEOUT:g} seconds, "
+                                   f"got {value:g}", section, index, key)
         return value
 
     def plan(self) -> Plan:

@@ -3,7 +3,8 @@
 ``agentdbg [FILE]`` opens the debugger (on a bundled demo when no file is given);
 ``agentdbg SUBCOMMAND ...`` runs one of SUBCOMMANDS without a screen. Each subcommand
 lives in its own module with ``add_arguments(parser)`` and ``run(args) -> exit code``.
-Exit codes: 0 ok, 1 a checked condition occurred, 2 unusable input or arguments.
+Exit codes: 0 ok, 1 a checked condition occurred (or a recording could not be written to
+its end), 2 unusable input or arguments.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ the loop turns into an observation the policy can read and recover from.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +24,22 @@ TYPE_NAMES: dict[str, tuple[type, ...]] = {
     "array": (list, tuple),
 }
 _PY_TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", dict: "object", list: "array"}
+# The longest a tool may run. A tool past its limit is abandoned, not killed, and the
+# debugger waits for it: a limit of hours would make the run look hung.
+MAX_TOOL_TIMEOUT = 300.0
+
+
+def check_timeout(value: Any, what: str = "timeout") -> float | None:
+    """A tool time limit: None, or seconds above 0 and at most ``MAX_TOOL_TIMEOUT``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{what} must be a number of seconds, got {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a positive number of seconds, got {value}")
+    if value > MAX_TOOL_TIMEOUT:
+        raise ValueError(f"{what} must be at most {MAX_TOOL_TIMEOUT:g} seconds, got {value:g}")
+    return float(value)
 
 
 def type_name(spec: type | str) -> str:
@@ -68,11 +85,16 @@ class Tool:
     params: Mapping[str, type | str]
     fn: Callable[..., Any]
     dangerous: bool = False
-    timeout: float | None = None  # seconds; None = the registry's default
+    timeout: float | None = None  # seconds, at most MAX_TOOL_TIMEOUT; None = the registry's default
     param_types: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.param_types = {name: type_name(kind) for name, kind in self.params.items()}
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "timeout":  # checked on every assignment, the constructor's included
+            value = check_timeout(value, f"tool {self.name!r}: timeout")
+        super().__setattr__(name, value)
 
     def bind(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
         """Turn one positional string (``calc[5 - 3]``) into the tool's single parameter."""
@@ -114,8 +136,10 @@ class Tool:
 
 class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None, default_timeout: float | None = 10.0):
+        """``default_timeout``: seconds for a tool without its own limit, at most
+        ``MAX_TOOL_TIMEOUT``; None runs such tools in the loop's thread, without a limit."""
         self._tools: dict[str, Tool] = {}
-        self.default_timeout = default_timeout
+        self.default_timeout = check_timeout(default_timeout, "default_timeout")
         for tool in tools or []:
             self.register(tool)
 

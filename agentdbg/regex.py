@@ -316,7 +316,7 @@ class Pattern:
     ``groups``) or None. ``pattern`` is the text as given and ``flags`` the equivalent
     ``re`` flags (``re.IGNORECASE``, ``re.MULTILINE``), for code that looks at them."""
 
-    __slots__ = ("pattern", "flags", "groups", "engine", "_search", "_limit")
+    __slots__ = ("pattern", "flags", "groups", "engine", "_search", "_limit", "_found")
 
     def __init__(self, pattern: str, flags: int, compiled: Any, engine: str):
         self.pattern = pattern
@@ -325,6 +325,18 @@ class Pattern:
         self.engine = engine
         self._search = compiled.search
         self._limit = FALLBACK_SEARCH_LIMIT if engine == STDLIB else None
+        self._found = _re2_found(compiled) if engine == RE2 else None
+
+    def found(self, text: str) -> bool:
+        """Does the pattern occur in ``text``? (``search`` without the match object: the
+        test a filter makes on every step of a scan, three times faster under RE2.)"""
+        if self._found is None:
+            return self.search(text) is not None
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = text.translate(_SURROGATES).encode("utf-8")
+        return self._found(data)
 
     def search(self, text: str) -> Any:
         if self._limit is not None and len(text) > self._limit:
@@ -336,6 +348,25 @@ class Pattern:
 
     def __repr__(self) -> str:
         return f"Pattern({self.pattern!r}, engine={self.engine})"
+
+
+def _re2_found(compiled: Any) -> Any:
+    """RE2's own match call on UTF-8 bytes, skipping the wrapper's offset bookkeeping; None
+    when this google-re2 does not have it where expected (``found`` then uses ``search``)."""
+    match = getattr(getattr(compiled, "_regexp", None), "Match", None)
+    anchor = getattr(getattr(_re2, "_Anchor", None), "UNANCHORED", None)
+    if match is None or anchor is None:
+        return None
+
+    def found(data: bytes) -> bool:
+        return match(anchor, data, 0, len(data))[0][0] != -1
+
+    try:
+        if found(b"") != (compiled.search("") is not None):
+            return None
+    except Exception:  # a binding whose internals differ: use the public search
+        return None
+    return found
 
 
 class _Surrogates(dict):

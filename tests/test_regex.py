@@ -76,6 +76,18 @@ def test_groups_and_match_positions():
     assert (match.group(0), match.group(1), match.group(2), match.start(), match.end()) == ("3-7", "3", "7", 6, 9)
 
 
+@pytest.mark.parametrize("engine", [regex.RE2, regex.STDLIB])
+def test_found_agrees_with_search(monkeypatch, engine):
+    if engine == regex.RE2 and regex.ENGINE != regex.RE2:
+        pytest.skip("google-re2 is not importable here")
+    monkeypatch.setattr(regex, "ENGINE", engine)
+    texts = ["", "a\nb", "caf\u00e9 CAF\u00c9", "x \ud800 xx", "ERROR: tool 'web_search' does not exist"]
+    for pattern in ["", "^b$", "\u00e9", "caf\u00c9", "x+", "does not", "^$", "nothing", "(?s)a.b"]:
+        compiled = regex.compile_smart(pattern)
+        for text in texts:
+            assert compiled.found(text) == (compiled.search(text) is not None), (pattern, text)
+
+
 def test_text_with_lone_surrogates_is_searched():
     match = regex.compile("x+").search("\ud800 xx \udfff")
     assert (match.start(), match.end()) == (2, 4)

@@ -73,7 +73,7 @@ def _search(pattern: regex.Pattern, value: Any) -> bool:
     text = value if type(value) is str else _as_text(value)
     if len(text) > _SEARCH_LIMIT:
         text = text[:_SEARCH_LIMIT]
-    return pattern.search(text) is not None
+    return pattern.found(text)
 
 
 # --- the filter classes ---------------------------------------------------------------
@@ -311,7 +311,7 @@ class FText(_Regex):
     help = "anywhere in the step's text: thought, action, output, observation, answer"
 
     def _matches(self, record):
-        return self.pattern.search(transcript_text(record)[:_SEARCH_LIMIT]) is not None
+        return self.pattern.found(transcript_text(record)[:_SEARCH_LIMIT])
 
 
 _COMPARISON = re.compile(r"^(>=|<=|==|>|<|=)?\s*(\d{1,18})$")

@@ -259,7 +259,7 @@ class DebugSession:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     continue
-            if pattern.search(transcript_text(self.run.record(step))):
+            if pattern.found(transcript_text(self.run.record(step))):
                 return step
         return None
 

@@ -37,19 +37,19 @@ _CONTROL = r"""
 _FLAG = "\U0001f3f4[\U000e0020-\U000e007e]{1,30}\U000e007f"
 # Invisible characters (Unicode's default-ignorable code points, soft hyphen aside), line
 # and paragraph separators, and surrogates. _shown decides which of them are shown.
-_INVISIBLE = (
-    "\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f"
-    "\u3164\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
-)
+_INVISIBLE_BMP = ("\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+                  "\u3164\ud800-\udfff\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb")
+_INVISIBLE = _INVISIBLE_BMP + "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 _UNSAFE = re.compile(f"(?P<control>{_CONTROL}) | (?P<flag>{_FLAG}) | [{_INVISIBLE}]", re.VERBOSE)
 _UNSAFE_KEEPING_SGR = re.compile(
     rf"(?P<sgr>\x1b\[[0-9;]*m) | (?P<control>{_CONTROL}) | (?P<flag>{_FLAG}) | [{_INVISIBLE}]", re.VERBOSE)
 _INVISIBLE_CHAR = re.compile(f"[{_INVISIBLE}]")
 # Where any of the above can start: one character class, scanned much faster than the
 # patterns themselves, so text with nothing to change (nearly all of it) is returned as is.
-_SUSPECT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}\U0001f3f4]")
+# (Any character beyond the BMP is suspect: one range there scans faster than the few.)
+_SUSPECT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE_BMP}\U00010000-\U0010ffff]")
 _ASCII_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\n"
+_LATIN1_PRINTABLE = _ASCII_PRINTABLE + bytes(range(0xA0, 0x100))
 _JSON_UNSAFE = re.compile(f"(?P<control>[\x7f-\x9f]) | (?P<flag>{_FLAG}) | [{_INVISIBLE}]", re.VERBOSE)
 
 ZWNJ, ZWJ, VS16 = "\u200c", "\u200d", "\ufe0f"
@@ -123,7 +123,10 @@ def _suspect(text: str) -> bool:
     """Might ``sanitize`` change ``text``? (False is certain: nothing to change.)"""
     if text.isascii():  # the common case, checked in C at memory speed
         return not text.isprintable() and bool(text.encode("ascii").translate(None, _ASCII_PRINTABLE))
-    return _SUSPECT.search(text) is not None
+    try:  # Latin-1 text (accents, the · of a guards line): only C1 controls to look for
+        return bool(text.encode("latin-1").translate(None, _LATIN1_PRINTABLE))
+    except UnicodeEncodeError:
+        return _SUSPECT.search(text) is not None
 
 
 def sanitize(text: str) -> str:
@@ -134,6 +137,8 @@ def sanitize(text: str) -> str:
     (any script, emoji, combining marks) is kept unchanged."""
     if not isinstance(text, str):
         text = str(text)
+    if text.isascii() and text.isprintable():  # most fields: one plain line
+        return text
     return _UNSAFE.sub(_shown, text) if _suspect(text) else text
 
 

@@ -639,6 +639,8 @@ class DebuggerApp(App[None]):
         initial = ""
         if self.document is not None and Path(self.document.path).is_file():
             initial = str(Path(self.document.path).parent) + "/"
+            if one_line(initial) != initial:  # an input shows what it holds: never unsafe text
+                initial = ""
 
         def answer(value: str | None) -> None:
             if value and value.strip():

@@ -10,8 +10,11 @@ alternating rounds:
              not escaped): what the commands cost without it
   boundary   as shipped
 
-and prints the median CPU and wall time of each, and the ratio to the baseline. No
-assertion: a figure to watch.
+and prints the median CPU and wall time of each, and the ratio to the baseline. On a
+shared machine those vary by more than the boundary costs, so it also times the boundary
+alone: what the command wrote, passed through ``sanitize_stream`` (and ``escape_json`` for
+``--json``) as it was written, against the command's CPU time. No assertion: figures to
+watch.
 
     python benchmarks/show_output.py [STEPS] [--rounds N]
 """
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_trace import ensure_trace  # noqa: E402
 
 from agentdbg.cli import main, render, terminal  # noqa: E402
+from agentdbg.text import escape_json, sanitize_stream  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -62,6 +66,42 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return cpu, wall
 
 
+def captured(argv: list[str]) -> tuple[list[str], float]:
+    """What the command wrote, write by write, and its CPU time."""
+    writes: list[str] = []
+
+    class Capture(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+    saved = sys.stdout
+    sys.stdout = Capture()
+    try:
+        with boundary_off():
+            cpu = time.process_time()
+            main(argv)
+            cpu = time.process_time() - cpu
+    finally:
+        sys.stdout = saved
+    return writes, cpu
+
+
+def boundary_alone(argv: list[str], rounds: int) -> None:
+    writes, cpu = captured(argv)
+    work = [sanitize_stream] + ([escape_json] if "--json" in argv else [])
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        for text in writes:
+            for step in work:
+                step(text)
+        best = min(best, time.process_time() - start)
+    size = sum(map(len, writes))
+    print(f"{' '.join(argv[:-1]):<12} boundary alone: {len(writes):,} writes, {size / 1e6:.1f} M characters in "
+          f"{best * 1000:.1f} ms = {best / cpu * 100:.2f}% of the command's {cpu:.2f} s CPU")
+
+
 def main_benchmark() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("steps", nargs="?", type=int, default=10_000)
@@ -81,6 +121,7 @@ def main_benchmark() -> None:
             wall = statistics.median(w for _, w in runs)
             print(f"{' '.join(command):<12} {label:<9} {cpu:7.2f} s CPU {wall:7.2f} s wall "
                   f"{cpu / base_cpu:6.3f}x baseline CPU")
+        boundary_alone([*command, str(path)], args.rounds)
         print()
 
 

@@ -55,6 +55,7 @@ _JSON_UNSAFE = re.compile(f"(?P<control>[\x7f-\x9f]) | (?P<flag>{_FLAG}) | [{_IN
 ZWNJ, ZWJ, VS16 = "\u200c", "\u200d", "\ufe0f"
 _VARIATION_SELECTORS = frozenset(chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
 _MONGOLIAN_SELECTORS = frozenset("\u180b\u180c\u180d\u180f")
+_VARIANT_CATEGORIES = frozenset({"So", "Sm", "Sk", "Po", "No", "Lo"})  # what variation sequences follow
 # Scripts whose text uses ZWJ and ZWNJ: Arabic, Syriac, Thaana, N'Ko and their extensions,
 # the Indic and South-East Asian scripts, Mongolian, and those of the supplementary planes.
 _JOINING_SCRIPT = re.compile("[\u0600-\u08ff\u0900-\u0dff\u0f00-\u109f\u1700-\u18af\u1900-\u1cff"
@@ -72,16 +73,18 @@ def _char(text: str, index: int) -> str:
 
 def _kept_selector(text: str, index: int) -> bool:
     """Is the variation selector at ``index`` part of a legitimate variation sequence? It
-    must follow a visible character: not ASCII (bar a keycap's 0-9 # *), not another
-    selector (a run of them hides data), not a space or a control."""
+    must follow a character that has variants: a symbol or emoji (❤ ‼ ↔ ™), an ideograph or
+    another letter without case (CJK, Myanmar), or a keycap's 0-9 # *; not a Latin letter
+    (``é`` then a selector looks like ``é``), not another selector (a run of them hides
+    data), not a space or a control."""
     before = _char(text, index - 1)
     if not before:
         return False
     if before < "\x80":
         return before in "0123456789#*"
-    if before in _VARIATION_SELECTORS or before.isspace() or _INVISIBLE_CHAR.match(before):
+    if before in _VARIATION_SELECTORS or _INVISIBLE_CHAR.match(before):
         return False
-    return unicodedata.category(before)[0] in "LMNPS"
+    return unicodedata.category(before) in _VARIANT_CATEGORIES
 
 
 def _kept_joiner(text: str, index: int) -> bool:

@@ -132,6 +132,8 @@ def test_joiners_elsewhere_are_shown(raw: str, shown: str) -> None:
     [
         ("❤\ufe0f ☺\ufe0e 1\ufe0f\u20e3 #\ufe0f\u20e3 葛\U000e0100", "❤\ufe0f ☺\ufe0e 1\ufe0f\u20e3 #\ufe0f\u20e3 葛\U000e0100"),
         ("calc\ufe0f", "calc<U+FE0F>"),
+        ("bú\ufe0fsqueda", "bú<U+FE0F>squeda"),  # a Latin letter has no variants: a spoof
+        ("‼\ufe0f ↔\ufe0f ™\ufe0f 丽\ufe00", "‼\ufe0f ↔\ufe0f ™\ufe0f 丽\ufe00"),
         ("😀\ufe0f\ufe01\U000e0101", "😀\ufe0f<U+FE01><U+E0101>"),  # a run of selectors hides data
         (" \ufe0f", " <U+FE0F>"),
     ],

@@ -10,12 +10,15 @@ import re
 import sys
 
 from hostile_inputs import NEVER_ON_A_TERMINAL, write_input
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Span, Text
 
 from agentdbg.cli import check, render, stats
 from agentdbg.cli.terminal import TerminalStream, make_console, safe_std_streams, sanitize_text
 from agentdbg.documents import open_document
+from agentdbg.text import sanitize
 
 COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -26,6 +29,15 @@ def test_sanitized_text_keeps_its_styles_on_the_characters_they_styled() -> None
     assert clean.plain == "abcd<U+202E>ef"
     styled = {(clean.plain[s.start:s.end], str(s.style)) for s in clean.spans}
     assert styled == {("a", "bold"), ("bcd", "red"), ("<U+202E>ef", "green")}
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="\x07\x08\x0b\x0c\r")),  # (rich drops these itself)
+       st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=6))
+def test_sanitized_text_is_sanitize_of_its_text_with_spans_inside_it(plain: str, ranges) -> None:
+    spans = [Span(min(a, b), max(a, b), "bold") for a, b in ranges if a != b and max(a, b) <= len(plain)]
+    clean = sanitize_text(Text(plain, spans=spans))
+    assert clean.plain == sanitize(plain)
+    assert all(0 <= span.start < span.end <= len(clean.plain) for span in clean.spans)
 
 
 def test_text_with_nothing_to_change_is_the_same_object() -> None:

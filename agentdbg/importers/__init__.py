@@ -28,6 +28,7 @@ from agentdbg.importers.base import (
     decode,
     read_head,
 )
+from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, openai_chat, anthropic_messages, otel_genai]
@@ -99,6 +100,8 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
     result.problems[:0] = problems
+    if result.step_count == 0 and text.strip() and not result.holds_a_run():
+        raise NotImportable(nothing_read(str(path), name, result.unread, text, len(result.runs)))
     return name, result
 
 

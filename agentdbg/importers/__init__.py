@@ -14,6 +14,7 @@ from types import ModuleType
 
 from agentdbg.importers import (
     anthropic_messages,
+    claude_code,
     openai_chat,
     otel_genai,
     react_paper,
@@ -31,7 +32,9 @@ from agentdbg.importers.base import (
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, openai_chat, anthropic_messages, otel_genai]
+FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent,
+                             claude_code,
+                             openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentdbg.importers import claude_code
 from agentdbg.importers.base import (
     ImportResult,
     Source,
@@ -43,6 +44,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if not shape.root:
         return False, "not JSON"
+    if shape.has("message", "role") and any(shape.has(key) for key in claude_code.SESSION_KEYS):
+        return False, "entries with Claude Code's session keys: a Claude Code session"
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
         return True, f"{', '.join(sorted(blocks))} content blocks"

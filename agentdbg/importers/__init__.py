@@ -15,6 +15,7 @@ from types import ModuleType
 from agentdbg.importers import (
     anthropic_messages,
     claude_code,
+    codex_rollout,
     openai_chat,
     otel_genai,
     react_paper,
@@ -33,7 +34,7 @@ from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent,
-                             claude_code,
+                             codex_rollout, claude_code,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

@@ -20,6 +20,7 @@ EXPECTED_FORMAT = {
     "otel-genai": "otel-genai",
     "codex-rollout": "codex-rollout",
     "claude-code": "claude-code",
+    "gemini-cli": "gemini-cli",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

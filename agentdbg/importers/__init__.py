@@ -16,6 +16,7 @@ from agentdbg.importers import (
     anthropic_messages,
     claude_code,
     codex_rollout,
+    gemini_cli,
     openai_chat,
     otel_genai,
     react_paper,
@@ -34,7 +35,7 @@ from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent,
-                             codex_rollout, claude_code,
+                             codex_rollout, claude_code, gemini_cli,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

@@ -21,6 +21,7 @@ EXPECTED_FORMAT = {
     "codex-rollout": "codex-rollout",
     "claude-code": "claude-code",
     "gemini-cli": "gemini-cli",
+    "vercel-ai-sdk": "vercel-ai-sdk",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

@@ -22,6 +22,7 @@ from agentdbg.importers import (
     react_paper,
     swe_agent,
     transcript,
+    vercel_ai,
 )
 from agentdbg.importers.base import (
     HEAD_BYTES,
@@ -35,7 +36,7 @@ from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent,
-                             codex_rollout, claude_code, gemini_cli,
+                             codex_rollout, claude_code, gemini_cli, vercel_ai,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

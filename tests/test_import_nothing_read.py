@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_import_support import all_fixtures, fixture
+from test_import_support import IMPORT_FIXTURES, all_fixtures, fixture
 
 from agentdbg import importers
 from agentdbg.cli import main
@@ -48,6 +48,23 @@ def test_the_debugger_is_given_the_same_message(chat):
     assert document is None and error == f"{chat}: read as openai-chat but no message had a role; {FOUND}"
 
 
+def test_a_gemini_chat_forced_as_openai_chat_says_what_it_found():
+    path = fixture("gemini-cli", "session.json")
+    with pytest.raises(importers.NotImportable) as caught:
+        importers.convert_file(path, "openai-chat")
+    assert str(caught.value) == (f"{path}: read as openai-chat but no message had a role; found keys: sessionId, "
+                                 "projectHash, startTime, lastUpdated, messages (8 items with id, timestamp, type, "
+                                 "content), summary")
+
+
+def test_a_result_beside_its_prompt_is_not_read_as_a_conversation():
+    path = IMPORT_FIXTURES / "real" / "vercel-ai-sdk" / "sample_vercel_ai_session.json"
+    with pytest.raises(importers.NotImportable, match=r"read as openai-chat but 'steps' beside 'messages' "
+                                                      r"holds records it does not read; found keys: text, "
+                                                      r"finishReason, usage, steps \(3 items with stepType"):
+        importers.convert_file(path, "openai-chat")
+
+
 @pytest.mark.parametrize(("name", "text", "why"), [
     ("openai-chat", '{"messages": [{"type": "user"}, {"role": "user", "content": "q"}]}',
      "1 of 2 messages had no role"),
@@ -55,6 +72,14 @@ def test_the_debugger_is_given_the_same_message(chat):
      "'steps' beside 'messages' holds records it does not read"),
     ("anthropic-messages", '[{"type": "user", "content": "q"}]', "no message had a role"),
     ("otel-genai", '{"resourceSpans": []}', "no runs in it"),
+    ("codex-rollout", '{"type": "user", "message": {"role": "user"}}\n{"type": "user"}',
+     "no prompt and no model turn in it"),
+    ("claude-code", '{"timestamp": "t", "type": "session_meta", "payload": {}}\n{"type": "event_msg"}',
+     "no prompt and no assistant message in it"),
+    ("gemini-cli", '{"sessionId": "s", "messages": [{"role": "user", "content": "q"}]}',
+     "no message had a type of user, gemini, info, warning or error"),
+    ("vercel-ai-sdk", '{"messages": [{"role": "user", "content": "q"}]}',
+     "no result (an object with steps, a finishReason or tool calls) in it"),
 ])
 def test_each_format_says_what_it_did_not_find(name, text, why, tmp_path):
     path = tmp_path / "input.json"
@@ -67,6 +92,8 @@ def test_each_format_says_what_it_did_not_find(name, text, why, tmp_path):
 def test_empty_conversations_are_still_runs():
     # The place a run's steps would be is there and empty: that is what the file holds.
     for path in [fixture("openai-chat", "edge_empty.json"), fixture("anthropic-messages", "edge_empty.json"),
+                 fixture("gemini-cli", "edge_empty.json"), fixture("vercel-ai-sdk", "edge_empty.json"),
+                 fixture("claude-code", "edge_prompt_only.jsonl"), fixture("codex-rollout", "edge_prompt_only.jsonl"),
                  fixture("swe-agent", "edge_empty.traj"), fixture("otel-genai", "edge_empty_agent.json")]:
         _, result = importers.convert_file(path)
         assert len(result.runs) == 1 and result.step_count == 0, path
@@ -77,6 +104,13 @@ def test_a_prompt_with_no_reply_is_an_empty_run(tmp_path):
     path.write_text('[{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]', encoding="utf-8")
     _, result = importers.convert_file(path)
     assert len(result.runs) == 1 and result.step_count == 0
+
+
+def test_a_blank_file_forced_to_a_format_is_not_reported_as_holding_something(tmp_path):
+    path = tmp_path / "blank.jsonl"
+    path.write_text("\n\n", encoding="utf-8")
+    _, result = importers.convert_file(path, "claude-code")  # nothing to misread
+    assert result.runs == []
 
 
 @pytest.mark.parametrize("path", all_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -63,7 +63,7 @@ def test_edges():
     assert run.end.outcome == "unfinished"  # the last call has no result
     assert "'dup' is used by more than one call" in problems_text(result)
     notes = [raw.note for record in run.records for raw in record.raw]
-    assert "warning: Running without a sandbox." in notes
+    assert "Running without a sandbox." in notes  # the raw source names it a warning
     assert "not a message (a JSON str)" in notes
     assert "a message of type compression" in notes
 

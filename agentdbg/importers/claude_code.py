@@ -256,9 +256,9 @@ def _note(entry: dict) -> str:
     if kind == "summary":
         return f"session title: {preview(text_of(entry.get('summary')))}"
     if kind == "system":
-        return f"system {text_of(entry.get('subtype')) or 'entry'}: {preview(text_of(entry.get('content')))}".rstrip(": ")
+        return f"system {preview(text_of(entry.get('subtype'))) or 'entry'}: {preview(text_of(entry.get('content')))}".rstrip(": ")
     if kind == "progress" and isinstance(entry.get("data"), dict):
         return f"progress: {preview(text_of(entry['data'].get('type')))}"
     if isinstance(kind, str):
-        return f"{kind} entry"
+        return preview(kind)
     return "an entry without a type"

@@ -231,7 +231,7 @@ class _Reader:
         elif kind == "error":
             turn = session.current
             turn.outcome, turn.message = "error", text_of(event.get("message"))
-            session.raw(value, f"error: {preview(turn.message)}", "error", current=True)
+            session.raw(value, preview(turn.message), "error", current=True)
         elif kind in ("agent_message", "agent_reasoning", "web_search_end", "agent_reasoning_section_break"):
             pass  # the same text or query as a response item already carries
         else:

@@ -146,9 +146,9 @@ def _message(session: Session, message: Any, line: int | None) -> None:
     elif kind == "error":
         turn = session.current
         turn.outcome, turn.message = "error", _content_text(message.get("content"))
-        session.raw(message, f"error: {preview(turn.message)}", "error", current=True)
+        session.raw(message, preview(turn.message), "error", current=True)
     elif kind in ("info", "warning"):
-        session.raw(message, f"{kind}: {preview(_content_text(message.get('content')))}", kind, current=True)
+        session.raw(message, preview(_content_text(message.get("content"))), kind, current=True)
     else:
         session.raw(message, f"a message of type {preview(text_of(kind))}", "message")
 

@@ -18,6 +18,10 @@ EXPECTED_FORMAT = {
     "openai-chat": "openai-chat",
     "anthropic-messages": "anthropic-messages",
     "otel-genai": "otel-genai",
+    "codex-rollout": "codex-rollout",
+    "claude-code": "claude-code",
+    "gemini-cli": "gemini-cli",
+    "vercel-ai-sdk": "vercel-ai-sdk",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

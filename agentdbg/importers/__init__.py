@@ -14,11 +14,15 @@ from types import ModuleType
 
 from agentdbg.importers import (
     anthropic_messages,
+    claude_code,
+    codex_rollout,
+    gemini_cli,
     openai_chat,
     otel_genai,
     react_paper,
     swe_agent,
     transcript,
+    vercel_ai,
 )
 from agentdbg.importers.base import (
     HEAD_BYTES,
@@ -28,9 +32,12 @@ from agentdbg.importers.base import (
     decode,
     read_head,
 )
+from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, openai_chat, anthropic_messages, otel_genai]
+FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent,
+                             codex_rollout, claude_code, gemini_cli, vercel_ai,
+                             openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
@@ -99,6 +106,8 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
     result.problems[:0] = problems
+    if result.step_count == 0 and text.strip() and not result.holds_a_run():
+        raise NotImportable(nothing_read(str(path), name, result.unread, text, len(result.runs)))
     return name, result
 
 

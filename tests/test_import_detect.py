@@ -19,6 +19,7 @@ EXPECTED_FORMAT = {
     "anthropic-messages": "anthropic-messages",
     "otel-genai": "otel-genai",
     "inspect-ai": "inspect-ai",
+    "openhands": "openhands",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

@@ -16,6 +16,7 @@ from agentdbg.importers import (
     anthropic_messages,
     inspect_ai,
     openai_chat,
+    openhands,
     otel_genai,
     react_paper,
     swe_agent,
@@ -32,6 +33,7 @@ from agentdbg.importers.base import (
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [inspect_ai, react_paper, transcript, swe_agent,
+                             openhands,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

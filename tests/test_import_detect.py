@@ -20,6 +20,7 @@ EXPECTED_FORMAT = {
     "otel-genai": "otel-genai",
     "inspect-ai": "inspect-ai",
     "openhands": "openhands",
+    "tau-bench": "tau-bench",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

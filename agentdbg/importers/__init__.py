@@ -20,6 +20,7 @@ from agentdbg.importers import (
     otel_genai,
     react_paper,
     swe_agent,
+    tau_bench,
     transcript,
 )
 from agentdbg.importers.base import (
@@ -33,7 +34,7 @@ from agentdbg.importers.base import (
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [inspect_ai, react_paper, transcript, swe_agent,
-                             openhands,
+                             openhands, tau_bench,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

@@ -253,11 +253,11 @@ def _sample_run(src: Source, log: _Log, sample: dict) -> tuple[list, int]:
     scores = sample.get("scores")
     if isinstance(scores, dict) and scores:
         builder.raw("inspect scores", scores, "scores: " + ", ".join(
-            f"{name}={_value_text(score)}" for name, score in scores.items()), current=True)
+            f"{name}={_value_text(score)}" for name, score in scores.items()))
     error = sample.get("error")
     if isinstance(error, dict) and error.get("traceback"):
         builder.raw("inspect sample error", {"message": error.get("message"), "traceback": error.get("traceback")},
-                    "the sample's error and traceback", current=True)
+                    "the sample's error and traceback")
     return builder.build(outcome=outcome, guard=guard, message="; ".join(notes), total_tokens=total,
                          verdict=verdict), builder.raw_count
 

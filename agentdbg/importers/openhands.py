@@ -320,7 +320,7 @@ def _run(src: Source, events: list, instance: dict, line: int | None) -> tuple[l
     if isinstance(test_result, dict) and test_result:
         patch = text_of(test_result.get("git_patch"))
         builder.raw("openhands test_result", test_result,
-                    f"test result: git patch of {patch.count(chr(10))} lines" if patch else "test result", current=True)
+                    f"test result: git patch of {patch.count(chr(10))} lines" if patch else "test result")
     return builder.build(outcome=outcome, guard=guard, message="; ".join(notes), total_tokens=total,
                          verdict=_verdict(test_result)), builder.raw_count
 

@@ -21,6 +21,7 @@ EXPECTED_FORMAT = {
     "inspect-ai": "inspect-ai",
     "openhands": "openhands",
     "tau-bench": "tau-bench",
+    "mini-swe-agent": "mini-swe-agent",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

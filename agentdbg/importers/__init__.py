@@ -15,6 +15,7 @@ from types import ModuleType
 from agentdbg.importers import (
     anthropic_messages,
     inspect_ai,
+    mini_swe_agent,
     openai_chat,
     openhands,
     otel_genai,
@@ -34,7 +35,7 @@ from agentdbg.importers.base import (
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [inspect_ai, react_paper, transcript, swe_agent,
-                             openhands, tau_bench,
+                             openhands, tau_bench, mini_swe_agent,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

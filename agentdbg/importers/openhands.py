@@ -147,7 +147,8 @@ class _Reader:
         thought = text_of(args.get("thought"))
         if not thought.strip():
             response = _dig(event, "tool_call_metadata", "model_response")
-            if _dig(response, "id") not in self.responses:  # the response's text goes with its first call
+            response_id = _dig(response, "id")
+            if not (isinstance(response_id, str) and response_id in self.responses):
                 thought = text_of(_dig(response, "choices", 0, "message", "content"))
         return thought
 
@@ -190,7 +191,7 @@ class _Reader:
         self.last_text = None
 
     def action(self, event: dict) -> None:
-        self.actions.add(event.get("id"))
+        self.actions.add(_key(event.get("id")))
         action = text_of(event.get("action"))
         source = event.get("source")
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
@@ -207,7 +208,7 @@ class _Reader:
         elif action == "message":
             text = text_of(args.get("content") if "content" in args else event.get("message"))
             step = builder.step(thought=text, tokens=self.tokens(event))
-            self.by_id[event.get("id")] = step
+            self.by_id[_key(event.get("id"))] = step
             self.last_text = step
         elif action == "finish":
             answer = args.get("final_thought") or args.get("outputs") or event.get("message") or args.get("thought")
@@ -217,17 +218,18 @@ class _Reader:
             if isinstance(args.get("task_completed"), str):
                 builder.raw("openhands finish", {"task_completed": args["task_completed"]},
                             f"task completed: {args['task_completed']}", current=True)
-            self.by_id[event.get("id")] = step
+            self.by_id[_key(event.get("id"))] = step
         elif action in _NOT_CALLS or not action:
             builder.raw(f"openhands {action or 'event'}", event, preview(text_of(event.get("message")) or action))
         else:
-            self.by_id[event.get("id")] = self.call(event, action)
+            self.by_id[_key(event.get("id"))] = self.call(event, action)
             self.last_text = None
 
     def observation(self, event: dict) -> None:
         kind = text_of(event.get("observation"))
         text = text_of(event.get("content"))
-        step = self.by_id.get(event.get("cause")) if event.get("cause") is not None else None
+        cause = _key(event.get("cause"))
+        step = self.by_id.get(cause) if cause is not None else None
         if kind == "agent_state_changed":
             self.state = text_of(_dig(event, "extras", "agent_state"))
             self.builder.raw("openhands agent state", event, f"agent state: {self.state}", current=True)
@@ -237,7 +239,6 @@ class _Reader:
             if kind == "error" and (step is None or step.observation is not None):
                 self.refused_call(event, text)
                 return
-            cause = event.get("cause")
             if cause is not None and cause not in self.actions:
                 self.src.problem(f"an observation (event {text_of(event.get('id'))}) answers action "
                                  f"{text_of(cause)}, which the run does not have; kept as a raw record", self.line)
@@ -262,6 +263,11 @@ class _Reader:
         last = self.builder.steps[-1] if self.builder.steps else None
         if last is not None and last is self.last_text and last.answer is None:
             last.answer, last.thought = last.thought, ""
+
+
+def _key(value: Any) -> int | str | None:
+    """An event id or cause as a key (ids are numbers; anything else that is not text is no id)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
 def _recorded_arguments(metadata: dict, call_id: str) -> Any:

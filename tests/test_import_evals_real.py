@@ -178,3 +178,23 @@ async def test_real_file_opens_in_the_debugger(path):
 def test_the_swebench_report_beside_a_trajectory_is_not_a_run():
     with pytest.raises(importers.NotImportable):
         importers.detect(real("mini-swe-agent", "django__django-16255.report.json"))
+
+
+# --- hostile text of every evaluation format, through the headless commands --------------------
+
+HOSTILE = [IMPORT_FIXTURES / fmt / name for fmt, name in (
+    ("inspect-ai", "hostile_unicode.json"), ("openhands", "hostile_unicode.json"),
+    ("tau-bench", "hostile_unicode.json"), ("mini-swe-agent", "hostile_unicode.traj.json"))]
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("command", [["show"], ["stats"], ["show", "--json"], ["check", "--fail-on", "error"]])
+def test_hostile_text_never_reaches_the_terminal(path, command, capsys):
+    from agentdbg.cli import main
+
+    main([*command, str(path)])
+    out, err = capsys.readouterr()
+    for stream in (out, err):
+        assert "\x1b" not in stream and "\x07" not in stream
+    if command == ["show"]:
+        assert "[/][bold]Fini[/bold]" in out  # markup is shown as the text it is

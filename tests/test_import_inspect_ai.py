@@ -234,11 +234,51 @@ def test_a_zstandard_member_says_what_would_read_it():
             ziparchive.Archive(zstd).read("_journal/start.json")
 
 
+def _zstd_eval(members: dict[str, dict]) -> bytes:
+    """An .eval whose members are Zstandard-compressed, as the newest Inspect writes them."""
+    import zlib
+
+    import zstandard
+
+    raw = {name: json.dumps(data).encode() for name, data in members.items()}
+    packed = {name: zstandard.ZstdCompressor().compress(data) for name, data in raw.items()}
+    data = bytearray(_eval(packed, zipfile.ZIP_STORED))
+    for name, content in raw.items():  # method 93, the sizes and checksum of the inflated member
+        for magic, method_at, crc_at in ((b"PK\x03\x04", 8, 14), (b"PK\x01\x02", 10, 16)):
+            at = data.find(magic)
+            while at != -1:
+                name_at = at + (30 if magic == b"PK\x03\x04" else 46)
+                if data[name_at:name_at + len(name)] == name.encode():
+                    data[at + method_at:at + method_at + 2] = (93).to_bytes(2, "little")
+                    data[at + crc_at:at + crc_at + 4] = zlib.crc32(content).to_bytes(4, "little")
+                    data[at + crc_at + 8:at + crc_at + 12] = len(content).to_bytes(4, "little")
+                at = data.find(magic, at + 4)
+    return bytes(data)
+
+
+def test_a_zstandard_archive_opens_when_zstandard_is_installed(tmp_path):
+    pytest.importorskip("zstandard")
+    path = _write(tmp_path, _zstd_eval({"_journal/start.json": START, "samples/1_epoch_1.json": SAMPLE,
+                                        "header.json": dict(START, status="success")}))
+    name, result, runs = convert(path)
+    assert name == "inspect-ai" and result.problems == []
+    assert runs[0].end.answer == "a" and runs[0].end.verdict["correct"] is True
+
+
 def test_an_archive_with_too_many_members_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(ziparchive, "MAX_MEMBERS", 3)
     members = {"_journal/start.json": START, **{f"samples/{n}_epoch_1.json": SAMPLE for n in range(4)}}
     with pytest.raises(importers.NotImportable, match="lists 5 members, more than the 3"):
         importers.convert_file(_write(tmp_path, _eval(members)))
+
+
+def test_a_member_count_too_large_is_refused_before_the_directory_is_read(monkeypatch):
+    monkeypatch.setattr(ziparchive, "MAX_MEMBERS", 50_000)
+    data = bytearray(_eval({"_journal/start.json": START}))
+    end = data.rfind(b"PK\x05\x06")
+    data[end + 8:end + 12] = (60_000).to_bytes(2, "little") * 2  # on this disk, in total
+    with pytest.raises(ziparchive.ArchiveError, match="lists 60,000 members"):
+        ziparchive.Archive(bytes(data))
 
 
 def test_other_zip_archives_are_not_taken_for_logs(tmp_path):

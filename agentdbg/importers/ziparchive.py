@@ -51,6 +51,10 @@ class Archive:
         self.data = data
         self.damage = ""
         self.total = 0
+        declared = _declared_members(data)
+        if declared is not None and declared > MAX_MEMBERS:  # before zipfile lists them all
+            raise ArchiveError(f"the zip archive lists {declared:,} members, more than the "
+                               f"{MAX_MEMBERS:,} a log can have")
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as archive:
                 infos = archive.infolist()
@@ -96,6 +100,20 @@ class Archive:
         if content.startswith(ZIP_MAGIC):
             raise ArchiveError(f"{name} is itself a zip archive; archives inside archives are not read")
         return content
+
+
+def _declared_members(data: bytes) -> int | None:
+    """The member count in the archive's end record (ZIP64's when it has one), or None."""
+    end = data.rfind(b"PK\x05\x06", max(0, len(data) - 22 - 0xFFFF))
+    if end == -1 or len(data) < end + 22:
+        return None
+    count = int.from_bytes(data[end + 10:end + 12], "little")
+    locator = end - 20
+    if count == 0xFFFF and locator >= 0 and data.startswith(b"PK\x06\x07", locator):
+        record = int.from_bytes(data[locator + 8:locator + 16], "little")
+        if data.startswith(b"PK\x06\x06", record) and len(data) >= record + 40:
+            return int.from_bytes(data[record + 32:record + 40], "little")
+    return count
 
 
 def _data_start(data: bytes, member: Member) -> int:

@@ -22,6 +22,10 @@ EXPECTED_FORMAT = {
     "claude-code": "claude-code",
     "gemini-cli": "gemini-cli",
     "vercel-ai-sdk": "vercel-ai-sdk",
+    "inspect-ai": "inspect-ai",
+    "openhands": "openhands",
+    "tau-bench": "tau-bench",
+    "mini-swe-agent": "mini-swe-agent",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

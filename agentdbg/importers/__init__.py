@@ -17,10 +17,14 @@ from agentdbg.importers import (
     claude_code,
     codex_rollout,
     gemini_cli,
+    inspect_ai,
+    mini_swe_agent,
     openai_chat,
+    openhands,
     otel_genai,
     react_paper,
     swe_agent,
+    tau_bench,
     transcript,
     vercel_ai,
 )
@@ -35,7 +39,8 @@ from agentdbg.importers.base import (
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent,
+FORMATS: list[ModuleType] = [inspect_ai, react_paper, transcript, swe_agent,
+                             openhands, tau_bench, mini_swe_agent,
                              codex_rollout, claude_code, gemini_cli, vercel_ai,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
@@ -54,13 +59,16 @@ def get_format(name: str) -> ModuleType:
 
 
 def sniff_all(head: str | bytes, path: str = "") -> list[tuple[str, bool, str]]:
-    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why)."""
+    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why).
+    Binary formats look at the bytes themselves when they are given."""
+    raw = head if isinstance(head, bytes) else None
     if isinstance(head, bytes):
         head = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     verdicts = []
     for module in FORMATS:
+        look = raw if raw is not None and getattr(module, "BINARY", False) else head
         try:
-            ok, reason = module.sniff(head, path)
+            ok, reason = module.sniff(look, path)
         except Exception as exc:  # a sniff is a guess: a failing one only refuses
             ok, reason = False, f"could not look: {type(exc).__name__}: {exc}"
         verdicts.append((module.NAME, ok, reason))
@@ -98,9 +106,10 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
         data = path.read_bytes()
     except OSError as exc:
         raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
-    text, problems = decode(data, str(path))
+    module = BY_NAME[name]
+    text, problems = (data, []) if getattr(module, "BINARY", False) else decode(data, str(path))
     try:
-        result = BY_NAME[name].convert(text, str(path))
+        result = module.convert(text, str(path))
     except NotImportable as exc:
         raise NotImportable(f"{exc} (reading it as {name})") from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:

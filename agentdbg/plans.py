@@ -422,9 +422,10 @@ class _Builder:
                                    "address (an SSH tunnel to the server, for instance)", "policy",
                                    key="base_url" if "base_url" in spec else "api_key_env")
         if not self.allow_network:
-            with_key = f" with the API key in ${key_env}" if key_env else " (no API key)"
+            what = f"({cls.api}, model {model}) with the API key in ${key_env}" if key_env \
+                else f"({cls.api}, model {model}, no API key)"
             raise self.where.error(
-                f"this plan sends its prompts to {url} ({cls.api}, model {model}){with_key}; "
+                f"this plan sends its prompts to {url} {what}; "
                 "run it only if you trust that server, with --allow-network",
                 "policy", key="base_url" if "base_url" in spec else "kind")
         return build(api_key_env=key_env)

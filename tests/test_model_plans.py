@@ -68,8 +68,8 @@ def test_without_the_callers_opt_in_nothing_is_sent_and_the_error_names_the_serv
     with ModelServer(openai_text("Final Answer: 42")) as server:
         text = PLAN.format(url=server.url + "/v1")
         assert error_of(text, allow_network=False) == (
-            f"plan.toml:11: this plan sends its prompts to {server.url}/v1 (openai chat completions, model test-model) "
-            "(no API key); run it only if you trust that server, with --allow-network")
+            f"plan.toml:11: this plan sends its prompts to {server.url}/v1 (openai chat completions, model test-model, "
+            "no API key); run it only if you trust that server, with --allow-network")
         assert server.requests == []
         assert parse_plan(text, allow_network=True).run().answer == "42"
         assert len(server.requests) == 1

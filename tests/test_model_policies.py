@@ -100,7 +100,7 @@ def test_the_system_prompt_documents_every_tool_and_the_action_format(format, ac
     assert action in prompt and final in prompt
     assert "Never write an Observation yourself" in prompt
     example = {"bracket": "Action: catalog[<title>]", "colon": "Action: catalog: <title>",
-               "json": 'Action: catalog\nAction Input: {"title": "..."}'}[format]
+               "json": 'For example:\nAction: kv_set\nAction Input: {"key": "...", "value": 0.5}'}[format]
     assert example in prompt
 
 

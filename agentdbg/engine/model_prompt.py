@@ -8,32 +8,30 @@ from collections.abc import Sequence
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "number": "number",
                "bool": "boolean", "object": "object", "array": "array"}
-
-
+_ONE_ARGUMENT = ("The argument is the value of the tool's one parameter, as plain text without quotes. "
+                 "For example:\n{example}\nA tool with several parameters cannot be called in this format.")
 _STEP_FORMATS = {
     "bracket": ("Thought: <your reasoning>\nAction: <tool>[<argument>]",
-                "Thought: <your reasoning>\nFinal Answer: <the answer>",
-                "The argument is the value of the tool's one parameter, written as plain text without "
-                "quotes (for example {example}). A tool with several parameters cannot be called in this format."),
+                "Thought: <your reasoning>\nFinal Answer: <the answer>", _ONE_ARGUMENT),
     "colon": ("Thought: <your reasoning>\nAction: <tool>: <argument>",
-              "Thought: <your reasoning>\nAnswer: <the answer>",
-              "The argument is the value of the tool's one parameter, written as plain text without "
-              "quotes (for example {example}). A tool with several parameters cannot be called in this format."),
+              "Thought: <your reasoning>\nAnswer: <the answer>", _ONE_ARGUMENT),
     "json": ("Thought: <your reasoning>\nAction: <tool>\nAction Input: <a JSON object of the tool's parameters>",
              "Thought: <your reasoning>\nFinal Answer: <the answer>",
-             "Action Input is one JSON object naming every parameter of the tool (for example {example})."),
+             "Action Input is one JSON object with every parameter of the tool. For example:\n{example}"),
 }
-
-
 _PLACEHOLDERS = {"str": '"..."', "int": "0", "float": "0.5", "number": "0.5", "bool": "true", "object": "{}",
                  "array": "[]"}
 
 
 def _example(tools: Sequence[dict], format: str) -> str:
-    """An action written in ``format`` for one of the tools, its arguments as placeholders."""
-    tool = next((t for t in tools if len(t.get("params") or {}) == 1), tools[0] if tools else None)
-    if tool is None:
+    """An action in ``format`` calling one of the tools (in json, the one with the most
+    parameters; otherwise one with a single parameter), its arguments as placeholders."""
+    if not tools:
         return "Action: tool[argument]"
+    if format == "json":
+        tool = max(tools, key=lambda t: len(t.get("params") or {}))
+    else:
+        tool = next((t for t in tools if len(t.get("params") or {}) == 1), tools[0])
     name, params = tool.get("name", "tool"), dict(tool.get("params") or {})
     if format == "json":
         fields = ", ".join(f'"{param}": {_PLACEHOLDERS.get(str(kind), "...")}' for param, kind in params.items())

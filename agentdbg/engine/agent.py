@@ -198,8 +198,12 @@ class ReActAgent:
             "repeat": self.repetition.settings(),
             "max_consecutive_errors": self.errors.limit,
             "token_budget": self.token_budget.limit,
-            "token_estimator": getattr(self.tokens, "__qualname__", type(self.tokens).__name__),
+            "token_estimator": self.token_source(),
         }
+
+    def token_source(self) -> str:
+        estimator = getattr(self.tokens, "__qualname__", type(self.tokens).__name__)
+        return f"usage reported by the model, else {estimator}" if self.policy.reports_usage else estimator
 
     def start(self, task: str, on_event: Callable[[ev.Event], None] | None = None) -> AgentRun:
         """Begin a run that advances one ``step()`` at a time."""
@@ -225,6 +229,7 @@ class AgentRun:
         self.outcome: Outcome | None = None
         self.task_line = f"{agent.task_label}: {task}"
         self.transcript = self.task_line
+        agent.policy.bind_tools(agent.registry.specs())
         for resettable in (agent.policy, agent.repetition, agent.errors, agent.token_budget, agent.memory):
             if resettable is not None:
                 resettable.reset()
@@ -262,6 +267,11 @@ class AgentRun:
             raise RuntimeError("the run has not ended; step() until done")
         return Trace(self.task, list(self.events), list(self.steps), self.outcome, self.transcript)
 
+    def cancel(self) -> None:
+        """Called from another thread: a step waiting on a slow model call gives up at once
+        (the run ends with a policy error). Steps that do not wait on a model are unaffected."""
+        self.agent.policy.cancel()
+
     def step(self) -> StepResult:
         """Advance exactly one reason -> act -> observe turn."""
         if self.done:
@@ -288,18 +298,23 @@ class AgentRun:
         else:
             prompt = self.transcript
 
+        # A model policy's notes (a retry, say) are events of this step, recorded as they happen.
+        agent.policy.on_note = lambda note, data: emit(ev.RawRecord(step=number, source="policy", note=note, data=data))
         try:
             result.output = agent.policy.respond(prompt)
         except Exception as exc:  # a policy bug is data too: shown, not crashed on
             return self._fail(result, "policy", exc)
+        finally:
+            agent.policy.on_note = None
 
         try:
             result.parsed = self.parse(result.output)
         except ValueError as exc:
             result.parse_error = str(exc)
         written = render_output(result.output, result.parsed)
+        reported = agent.policy.reported_tokens()  # a model's real usage, when it gives one
         try:
-            step_tokens = agent.tokens(prompt) + agent.tokens(written)
+            step_tokens = reported if reported is not None else agent.tokens(prompt) + agent.tokens(written)
         except Exception as exc:  # a plugged-in tokenizer failed
             return self._fail(result, "tokens", exc)
         self.transcript += "\n" + written

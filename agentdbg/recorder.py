@@ -246,6 +246,7 @@ class Recorder:
         self._count = 0  # steps opened
         self._reply: Step | None = None  # a text turn: the answer if the run ends next
         self._pending_hook: Step | None = None  # an answer's step, told once run_end is written
+        self._turn: list[Step] = []  # the latest model turn's steps, found by call id
 
     # --- what the loop asks ------------------------------------------------------------
 
@@ -264,6 +265,11 @@ class Recorder:
         if self.outcome is None:
             return None
         return self.outcome.message or self.outcome.status
+
+    @property
+    def started(self) -> bool:
+        """The run's first line is written: its task and tool list are fixed."""
+        return self._started
 
     @property
     def step_count(self) -> int:
@@ -288,6 +294,18 @@ class Recorder:
                 if isinstance(spec, dict) and isinstance(spec.get("name"), str) and not self._started:
                     if all(s["name"] != spec["name"] for s in self._extra_specs):
                         self._extra_specs.append(ev.jsonable(spec))
+
+    def wrap(self, client: Any) -> Any:
+        """An ``openai`` or ``anthropic`` SDK client (sync or async) that records each model
+        call of this run: see ``agentdbg.integrations``."""
+        package = type(client).__module__.split(".")[0]
+        if package == "openai":
+            from agentdbg.integrations.openai import wrap
+        elif package == "anthropic":
+            from agentdbg.integrations.anthropic import wrap
+        else:
+            raise TypeError(f"wrap() takes an openai or anthropic client, got {type(client).__name__}")
+        return wrap(client, self)
 
     # --- recording steps ---------------------------------------------------------------
 
@@ -318,15 +336,18 @@ class Recorder:
         Returns the step: ``step.observation`` (text for the model), ``step.error``,
         ``step.value`` (what the tool returned)."""
         with self._lock:
-            sdk_name, sdk_args, sdk_id = _sdk_call(tool)
+            sdk_name, _, sdk_id, _ = _sdk_call(tool)
             found = self._find(id or sdk_id)
-            if found is not None and found.waiting:
+            if found is not None:
+                if found.parse_error is not None:
+                    return found  # arguments that could not be read: recorded, never run
                 return self._run(found)
             if sdk_name is not None:
-                tool, args, id = sdk_name, sdk_args, id or sdk_id
-            elif tool is None:
+                step = self.actions([tool], thought=thought, tokens=tokens)[0]
+                return self._run(step) if step.waiting else step
+            if tool is None:
                 raise ValueError(f"no step waits with the call id {id!r}" if id else "call() needs a tool")
-            elif callable(tool) and not isinstance(tool, str):
+            if callable(tool) and not isinstance(tool, str):
                 tool = self._name_of(tool)
             step = self.action(tool, args, thought=thought, tokens=tokens, id=id)
             return self._run(step) if step.waiting else step  # arguments that cannot be read are not run
@@ -438,14 +459,15 @@ class Recorder:
             if not 2 <= len(item) <= 3:
                 raise ValueError(f"a tool call is (tool, args) or (tool, args, id), got {len(item)} items")
             tool, args, id = (*item, "")[:3]
+            strict = False
         else:
-            tool, args, id = _sdk_call(item)
+            tool, args, id, strict = _sdk_call(item)
             if tool is None:
                 raise TypeError(f"not a tool call: {type(item).__name__}")
         tool = _text(tool, "tool")
         if not tool:
             raise ValueError("a tool call needs the tool's name")
-        args, why = _arguments(args)
+        args, why = _arguments(args, strict)
         id = _text(id or "", "id")
         if why is not None:  # the model wrote arguments that cannot be read: a parse error
             written = f"{tool} {args}"
@@ -463,6 +485,7 @@ class Recorder:
             for step in steps:
                 step._recorder = self
                 self._queue.append(step)
+            self._turn = steps
             self._advance()
             return steps
 
@@ -618,9 +641,10 @@ class Recorder:
             raise RunEnded(self, self.outcome)
 
     def _find(self, id: str) -> Step | None:
+        """The step of the latest model turn with call ``id``."""
         if not id:
             return None
-        return next((step for step in self._queue if step.id == id and step.tool is not None), None)
+        return next((step for step in self._turn if step.id == id), None)
 
     def _target(self, step: Step | None, id: str) -> Step:
         self._check_running()
@@ -686,16 +710,21 @@ def _call_text(tool: str, args: dict | str) -> str:
     return f"{tool}({args!r})"
 
 
-def _arguments(args: Any) -> tuple[Any, str | None]:
-    """(args, None), or (the text as written, why it cannot be read). JSON object text is
-    read as the arguments; other text is one positional argument."""
+def _arguments(args: Any, strict: bool = False) -> tuple[Any, str | None]:
+    """(args, None), or (the arguments as written, why they cannot be read). JSON object
+    text is read as the arguments; other text is one positional argument, unless
+    ``strict`` (a model API's arguments, which are always a JSON object)."""
     if args is None:
         return {}, None
     if isinstance(args, Mapping):
         return dict(args), None  # written as JSON, run as given
     if not isinstance(args, str):
+        if strict:
+            return json.dumps(args, default=repr), f"arguments should be a JSON object, got {type(args).__name__}"
         raise TypeError(f"args should be an object or text, got {type(args).__name__}")
-    if not args.lstrip().startswith("{"):
+    if strict and not args.strip():
+        return {}, None
+    if not strict and not args.lstrip().startswith("{"):
         return args, None
     try:
         value = json.loads(args)
@@ -707,17 +736,24 @@ def _arguments(args: Any) -> tuple[Any, str | None]:
     return value, None
 
 
-def _sdk_call(item: Any) -> tuple[str | None, Any, str]:
-    """(name, arguments, id) of an OpenAI tool call or an Anthropic tool_use block, as an
-    SDK object or a dict; (None, None, "") for anything else."""
+def _sdk_call(item: Any) -> tuple[str | None, Any, str, bool]:
+    """(name, arguments, id, whether the arguments must be a JSON object) of an OpenAI
+    tool call or an Anthropic tool_use block, as an SDK object or a dict; (None, None, "",
+    False) for anything else."""
     def get(obj: Any, key: str) -> Any:
         return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
     if item is None or isinstance(item, str) or callable(item):
-        return None, None, ""
+        return None, None, "", False
+    call_id = get(item, "id")
+    call_id = call_id if isinstance(call_id, str) else ""
     function = get(item, "function")
     if function is not None and isinstance(get(function, "name"), str):  # OpenAI
-        return get(function, "name"), get(function, "arguments"), get(item, "id") or ""
+        return get(function, "name"), get(function, "arguments"), call_id, True
+    custom = get(item, "custom")
+    if custom is not None and isinstance(get(custom, "name"), str):  # an OpenAI custom tool: free text
+        text = get(custom, "input")
+        return get(custom, "name"), text if isinstance(text, str) else "", call_id, False
     if get(item, "type") == "tool_use" and isinstance(get(item, "name"), str):  # Anthropic
-        return get(item, "name"), get(item, "input"), get(item, "id") or ""
-    return None, None, ""
+        return get(item, "name"), get(item, "input"), call_id, True
+    return None, None, "", False

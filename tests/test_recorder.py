@@ -333,7 +333,7 @@ def test_a_killed_loop_leaves_a_trace_with_every_step_written(tmp_path):
 def test_arguments_and_usage_are_checked_where_they_are_given(tmp_path):
     with agentdbg.record(tmp_path / "run.jsonl", task="t") as rec:
         with pytest.raises(TypeError, match="args should be an object or text"):
-            rec.action("lookup", 42)
+            rec.action("lookup", object())
         with pytest.raises(TypeError, match="tokens should be a count"):
             rec.action("lookup", "x", tokens="many")
         with pytest.raises(ValueError, match="0 or more"):

@@ -41,6 +41,9 @@ def describe_function(fn: Callable[..., Any], name: str | None = None) -> Functi
     if not isinstance(name, str) or not name.isidentifier():
         shown = f"{name!r}" if isinstance(name, str) else "no name"
         raise ValueError(f"{fn!r} has {shown}; give the tool a name: Tool.from_function(fn, name=...)")
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+        raise ValueError(f"{name}: an async function cannot be a tool (tools are called synchronously); "
+                         "await it yourself and record its result")
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:

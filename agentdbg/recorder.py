@@ -19,7 +19,6 @@ See docs/recorder.md.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -40,6 +39,15 @@ from agentdbg.engine.guards import (
 )
 from agentdbg.engine.parsers import Action
 from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
+from agentdbg.recorder_inputs import (
+    arguments,
+    as_text,
+    call_text,
+    checked_text,
+    describe,
+    sdk_call,
+    usage_tokens,
+)
 from agentdbg.trace import format as fmt
 from agentdbg.trace.writer import TraceWriter
 
@@ -123,41 +131,6 @@ class Step:
         if self._recorder is None:
             raise ValueError("this step belongs to no recorder")
         return self._recorder
-
-
-def usage_tokens(usage: Any) -> int:
-    """Tokens a model call used, from what the loop has: a total (int), a (prompt,
-    completion) pair, or a usage object or dict as the OpenAI (``prompt_tokens``,
-    ``completion_tokens``, ``total_tokens``) or Anthropic (``input_tokens``,
-    ``output_tokens``, cache reads and writes) SDKs return it."""
-    if usage is None:
-        return 0
-    if isinstance(usage, bool):
-        raise TypeError("tokens should be a count, got a bool")
-    if isinstance(usage, int):
-        if usage < 0:
-            raise ValueError(f"tokens should be 0 or more, got {usage}")
-        return usage
-    if isinstance(usage, (tuple, list)):
-        if len(usage) != 2:
-            raise ValueError(f"tokens as a pair is (prompt, completion), got {len(usage)} numbers")
-        return usage_tokens(usage[0]) + usage_tokens(usage[1])
-
-    def get(name: str) -> int:
-        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-        return 0 if value is None else usage_tokens(value)
-
-    names = usage.keys() if isinstance(usage, Mapping) else [n for n in _USAGE_NAMES if hasattr(usage, n)]
-    if not any(name in _USAGE_NAMES for name in names):
-        raise TypeError(f"tokens should be a count, a (prompt, completion) pair or a usage object, "
-                        f"got {type(usage).__name__}")
-    if get("total_tokens"):
-        return get("total_tokens")
-    return sum(get(name) for name in _USAGE_NAMES if name != "total_tokens")
-
-
-_USAGE_NAMES = ("total_tokens", "prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
-                "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegistry = (),
@@ -323,7 +296,7 @@ class Recorder:
         steps = [self._action_step(item, call) for item in calls]
         if not steps:
             raise ValueError("no tool calls given")
-        steps[0].thought = _text(thought, "thought")
+        steps[0].thought = checked_text(thought, "thought")
         steps[0].tokens = usage_tokens(tokens)
         return self._propose(steps)
 
@@ -336,7 +309,7 @@ class Recorder:
         Returns the step: ``step.observation`` (text for the model), ``step.error``,
         ``step.value`` (what the tool returned)."""
         with self._lock:
-            sdk_name, _, sdk_id, _ = _sdk_call(tool)
+            sdk_name, _, sdk_id, _ = sdk_call(tool)
             found = self._find(id or sdk_id)
             if found is not None:
                 if found.parse_error is not None:
@@ -354,14 +327,14 @@ class Recorder:
 
     def answer(self, text: str, *, thought: str = "", tokens: Any = None) -> Step:
         """The final answer: the run ends (``answered``), unless the token budget is over."""
-        step = Step(thought=_text(thought, "thought"), answer=_text(text, "answer"), tokens=usage_tokens(tokens))
+        step = Step(thought=checked_text(thought, "thought"), answer=checked_text(text, "answer"), tokens=usage_tokens(tokens))
         return self._propose([step])[0]
 
     def parse_error(self, message: str, *, text: str = "", thought: str = "", tokens: Any = None) -> Step:
         """The model's output could be read neither as a tool call nor as an answer.
         ``message`` says why; the observation is ``ERROR: message``, as the engine writes it."""
-        message = _text(message, "message")
-        step = Step(thought=_text(thought, "thought"), parse_error=message, output=_text(text, "text"),
+        message = checked_text(message, "message")
+        step = Step(thought=checked_text(thought, "thought"), parse_error=message, output=checked_text(text, "text"),
                     tokens=usage_tokens(tokens), observation=f"ERROR: {message}", _observed=True,
                     _error_observation=True)
         return self._propose([step])[0]
@@ -372,14 +345,14 @@ class Recorder:
         with self._lock:
             self._check_running()
             self._settle_reply()
-            self._reply = Step(answer=_text(text, "reply"), tokens=usage_tokens(tokens), _recorder=self)
+            self._reply = Step(answer=checked_text(text, "reply"), tokens=usage_tokens(tokens), _recorder=self)
 
     def observe(self, value: Any, *, error: bool = False, id: str = "", step: Step | None = None) -> Step:
         """The result of a tool call: for ``step``, the waiting step with call ``id``, or the
         oldest waiting step. Raises ``RunEnded`` when a guard stops the run at this step."""
         with self._lock:
             target = self._target(step, id)
-            text = value if isinstance(value, str) else _as_text(value)
+            text = value if isinstance(value, str) else as_text(value)
             if isinstance(text, ToolError):
                 if not text.tool:
                     text = ToolError(text.kind, target.tool or "", text.message)
@@ -397,7 +370,7 @@ class Recorder:
         """A tool call failed (see ``Step.fail``)."""
         if kind not in TOOL_ERROR_KINDS:
             raise ValueError(f"kind should be one of {', '.join(TOOL_ERROR_KINDS)}, got {kind!r}")
-        message = _describe(error) if isinstance(error, BaseException) else _text(error, "error")
+        message = describe(error) if isinstance(error, BaseException) else checked_text(error, "error")
         with self._lock:
             target = self._target(step, id)
             failure = ToolError(kind, target.tool or "", message)
@@ -461,19 +434,19 @@ class Recorder:
             tool, args, id = (*item, "")[:3]
             strict = False
         else:
-            tool, args, id, strict = _sdk_call(item)
+            tool, args, id, strict = sdk_call(item)
             if tool is None:
                 raise TypeError(f"not a tool call: {type(item).__name__}")
-        tool = _text(tool, "tool")
+        tool = checked_text(tool, "tool")
         if not tool:
             raise ValueError("a tool call needs the tool's name")
-        args, why = _arguments(args, strict)
-        id = _text(id or "", "id")
+        args, why = arguments(args, strict)
+        id = checked_text(id or "", "id")
         if why is not None:  # the model wrote arguments that cannot be read: a parse error
             written = f"{tool} {args}"
             return Step(parse_error=f"tool call {tool!r}: {why}", output=written, id=id, call=written,
                         observation=f"ERROR: tool call {tool!r}: {why}", _observed=True, _error_observation=True)
-        return Step(tool=tool, args=args, id=id, call=call or _call_text(tool, args))
+        return Step(tool=tool, args=args, id=id, call=call or call_text(tool, args))
 
     def _propose(self, steps: list[Step]) -> list[Step]:
         """A new model turn: earlier calls left without observations are written without
@@ -601,7 +574,7 @@ class Recorder:
         run ends saying so (``interrupted`` for Ctrl-C)."""
         self._settle_reply()
         head = next((s for s in self._queue if s.number is not None and not s.closed), None)
-        message = _describe(exc)
+        message = describe(exc)
         if isinstance(exc, KeyboardInterrupt):
             self._close_waiting()
             self._advance(closing=True)
@@ -681,79 +654,3 @@ class Recorder:
                 return tool.name
         shown = getattr(fn, "__name__", repr(fn))
         raise ValueError(f"{shown} is not one of this run's tools; give it in record(tools=[...])")
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{what} should be text, got {type(value).__name__}")
-    return value
-
-
-def _as_text(value: Any) -> str | ToolError:
-    if isinstance(value, ToolError):
-        return value
-    try:
-        return str(value)
-    except Exception as exc:
-        return ToolError("exception", "", f"{type(exc).__name__} while turning the result into text: {exc}")
-
-
-def _describe(exc: BaseException) -> str:
-    detail = str(exc)
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-
-
-def _call_text(tool: str, args: dict | str) -> str:
-    """The action as written, as the engine writes a structured call (``search({'q': 'x'})``)."""
-    if isinstance(args, str):
-        return f"{tool}[{args}]"
-    return f"{tool}({args!r})"
-
-
-def _arguments(args: Any, strict: bool = False) -> tuple[Any, str | None]:
-    """(args, None), or (the arguments as written, why they cannot be read). JSON object
-    text is read as the arguments; other text is one positional argument, unless
-    ``strict`` (a model API's arguments, which are always a JSON object)."""
-    if args is None:
-        return {}, None
-    if isinstance(args, Mapping):
-        return dict(args), None  # written as JSON, run as given
-    if not isinstance(args, str):
-        if strict:
-            return json.dumps(args, default=repr), f"arguments should be a JSON object, got {type(args).__name__}"
-        raise TypeError(f"args should be an object or text, got {type(args).__name__}")
-    if strict and not args.strip():
-        return {}, None
-    if not strict and not args.lstrip().startswith("{"):
-        return args, None
-    try:
-        value = json.loads(args)
-    except ValueError as exc:
-        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
-        return args, f"arguments are not valid JSON: {getattr(exc, 'msg', exc)}{where}"
-    if not isinstance(value, dict):
-        return args, f"arguments should be a JSON object, got {type(value).__name__}"
-    return value, None
-
-
-def _sdk_call(item: Any) -> tuple[str | None, Any, str, bool]:
-    """(name, arguments, id, whether the arguments must be a JSON object) of an OpenAI
-    tool call or an Anthropic tool_use block, as an SDK object or a dict; (None, None, "",
-    False) for anything else."""
-    def get(obj: Any, key: str) -> Any:
-        return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
-
-    if item is None or isinstance(item, str) or callable(item):
-        return None, None, "", False
-    call_id = get(item, "id")
-    call_id = call_id if isinstance(call_id, str) else ""
-    function = get(item, "function")
-    if function is not None and isinstance(get(function, "name"), str):  # OpenAI
-        return get(function, "name"), get(function, "arguments"), call_id, True
-    custom = get(item, "custom")
-    if custom is not None and isinstance(get(custom, "name"), str):  # an OpenAI custom tool: free text
-        text = get(custom, "input")
-        return get(custom, "name"), text if isinstance(text, str) else "", call_id, False
-    if get(item, "type") == "tool_use" and isinstance(get(item, "name"), str):  # Anthropic
-        return get(item, "name"), get(item, "input"), call_id, True
-    return None, None, "", False

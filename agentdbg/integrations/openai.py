@@ -104,8 +104,7 @@ def record_request(recorder: Recorder, request: dict) -> None:
 def record_response(recorder: Recorder, response: Any) -> None:
     """A Chat Completions response's first choice as steps (see the module's docstring)."""
     choices = get(response, "choices") or []
-    usage = get(response, "usage")
-    tokens = _tokens(usage)
+    tokens = get(response, "usage")  # read by usage_tokens: total, or prompt and completion
     message = get(choices[0], "message") if choices else None
     text = text_parts(get(message, "content")) or (get(message, "refusal") or "")
     calls = list(get(message, "tool_calls") or [])
@@ -118,11 +117,3 @@ def record_response(recorder: Recorder, response: Any) -> None:
         recorder.parse_error(f"the model returned neither text nor a tool call (finish_reason: {reason})",
                              tokens=tokens)
 
-
-def _tokens(usage: Any) -> Any:
-    if usage is None:
-        return None
-    total = get(usage, "total_tokens")
-    if isinstance(total, int) and not isinstance(total, bool):
-        return total
-    return (get(usage, "prompt_tokens") or 0, get(usage, "completion_tokens") or 0)

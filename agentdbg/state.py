@@ -432,3 +432,66 @@ def split_runs(events: Iterable[ev.Event]) -> list[list[ev.Event]]:
             runs.append([])
         runs[-1].append(event)
     return runs
+
+
+@dataclass
+class Tally:
+    """A run's counters after a step, without the memory tiers: what ``agentdbg stats``
+    reports. ``add`` folds one more step in place (the same arithmetic as
+    ``RunState.advance``), so folding a million steps copies nothing."""
+
+    step: int = 0
+    steps: list = field(default_factory=lambda: [0, None])
+    repeats: list = field(default_factory=lambda: [0, None])
+    errors: list = field(default_factory=lambda: [0, None])
+    tokens: list = field(default_factory=lambda: [0, None])
+    step_tokens: int = 0
+    tool_calls: dict = field(default_factory=dict)
+    error_count: int = 0
+    parse_errors: int = 0
+    repeat_count: int = 0
+    trips: list = field(default_factory=list)
+    raw_count: int = 0
+    answer: str | None = None
+    outcome: str | None = None
+
+    @classmethod
+    def from_state(cls, state: RunState) -> Tally:
+        return cls(state.step, list(state.steps), list(state.repeats), list(state.errors), list(state.tokens),
+                   state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
+                   state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
+                   state.raw_count, state.answer, state.outcome)
+
+    def add(self, record: StepRecord) -> None:
+        self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
+                       record.observation_error, record.guards, record.answer,
+                       None if record.tripped is None else (record.tripped.guard, record.tripped.message),
+                       len(record.raw), None if record.end is None else record.end.outcome)
+
+    def add_parts(self, step: int, tool: str | None, step_error: bool, parse_error: bool,
+                  observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,
+                  tripped: tuple[str, str] | None, raw: int, outcome: str | None) -> None:
+        """One step, given by what the counters read of it (see ``add``)."""
+        if tool is not None:
+            made, failed = self.tool_calls.get(tool, (0, 0))
+            self.tool_calls[tool] = [made + 1, failed + (1 if step_error or observation_error else 0)]
+        self.step = step
+        if guards is not None:
+            self.steps, self.repeats = list(guards.steps), list(guards.repeats)
+            self.errors, self.tokens = list(guards.errors), list(guards.tokens)
+            self.step_tokens = guards.step_tokens
+        else:
+            self.steps, self.repeats, self.step_tokens = [step, self.steps[1]], [0, self.repeats[1]], 0
+        if step_error or parse_error or observation_error:
+            self.error_count += 1
+        if parse_error:
+            self.parse_errors += 1
+        if answer is None and guards is not None and (guards.repeats[0] or 0) >= 2:
+            self.repeat_count += 1
+        if tripped is not None:
+            self.trips.append((step, *tripped))
+        self.raw_count += raw
+        if answer is not None:
+            self.answer = answer
+        if outcome is not None:
+            self.outcome = outcome

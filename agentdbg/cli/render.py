@@ -21,11 +21,12 @@ from rich.style import Style
 from rich.text import Span, Text
 
 from agentdbg.engine import events as ev
-from agentdbg.runs import Document
+from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord
 from agentdbg.text import one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
+MAX_RUNS = 100_000  # runs a command reads from one file by default (--max-runs)
 LABEL_STYLES = {
     "Thought": "italic",
     "Action": "bold cyan",
@@ -52,6 +53,8 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")
     parser.add_argument("--format", metavar="NAME", help="read FILE as this format instead of detecting it (plan, trace, or an importer's name)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+    parser.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
+                        help=f"read at most N runs of a file with more (default {MAX_RUNS:,}; 0: no limit)")
 
 
 def open_input(args: argparse.Namespace) -> Document:
@@ -80,8 +83,12 @@ def wait_for_runs(document: Document, count: int) -> None:
         waiter(0.05)
 
 
-def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, run) for each run, as soon as the index has found it; ``only`` picks one."""
+def iter_runs(document: Document, only: int | None = None, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, run) for each run, as soon as the index has found it; ``only`` picks one.
+    With ``limit``, runs after the first ``limit`` are left unread and reported as a
+    problem (``runs_left_unread`` says so afterwards)."""
+    if limit is not None and limit < 0:
+        raise InputError(f"--max-runs {limit}: give a number of runs, or 0 for no limit")
     if only is not None:
         if only < 1:
             raise InputError(f"--run {only}: runs are numbered from 1")
@@ -93,6 +100,9 @@ def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int
     number = 0
     while True:
         if number < len(document.runs):
+            if limit and number >= limit:
+                _report_unread_runs(document, limit)
+                return
             number += 1
             yield number, document.runs[number - 1]
         elif getattr(document, "complete", True):
@@ -100,6 +110,22 @@ def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int
                 return
         else:
             document.wait(0.05)
+
+
+def _report_unread_runs(document: Document, limit: int) -> None:
+    waiter = getattr(document, "wait", None)
+    if callable(waiter):
+        waiter()  # the whole count, for the message
+    line_of = getattr(document.runs[limit], "line", None)
+    message = (f"run {limit + 1:,} starts here: the file has {len(document.runs):,} runs, and only the first "
+               f"{limit:,} are read (--max-runs N reads more, 0 all; --run N reads any one)")
+    document.problems.append(Problem(document.path, line_of, message))
+    document.runs_left_unread = len(document.runs) - limit
+
+
+def runs_left_unread(document: Document) -> int:
+    """Runs ``iter_runs`` left unread because of its limit (0 when it read them all)."""
+    return getattr(document, "runs_left_unread", 0)
 
 
 def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[StepRecord]:

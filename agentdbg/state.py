@@ -76,9 +76,15 @@ class StepRecord:
         got: dict[str, Any] = {"events": tuple(events)}
         raw = []
         recalled: list = []
+        thoughts: list[str] = []
+        updates: list[ev.MemoryUpdate] = []
         for event in got["events"]:
             if isinstance(event, ev.Thought):
-                got["thought"] = (got.get("thought", "") + "\n" + event.text).strip()
+                # Joined by newlines, the whole stripped (each part added in one pass:
+                # a step of many thoughts stays linear).
+                text = event.text.rstrip() if thoughts else event.text.strip()
+                if text:
+                    thoughts.append(text)
             elif isinstance(event, ev.ActionTaken):
                 got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event))
             elif isinstance(event, ev.ParseFailed):
@@ -96,11 +102,15 @@ class StepRecord:
             elif isinstance(event, ev.MemoryRecall):
                 recalled.extend(event.results)
             elif isinstance(event, ev.MemoryUpdate):
-                got["memory"] = event if "memory" not in got else _merge_updates(got["memory"], event)
+                updates.append(event)
             elif isinstance(event, ev.RawRecord):
                 raw.append(event)
             elif isinstance(event, ev.RunEnd):
                 got["end"] = event
+        if thoughts:
+            got["thought"] = "\n".join(thoughts)
+        if updates:
+            got["memory"] = updates[0] if len(updates) == 1 else _merge_updates(updates)
         return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
 
     @property
@@ -159,14 +169,32 @@ def _call_text(event: ev.ActionTaken) -> str:
     return f"{event.tool}({event.args!r})"
 
 
-def _merge_updates(a: ev.MemoryUpdate, b: ev.MemoryUpdate) -> ev.MemoryUpdate:
+def _merge_updates(updates: list[ev.MemoryUpdate]) -> ev.MemoryUpdate:
+    summaries = [u.summary for u in updates if u.summary is not None]
     return ev.MemoryUpdate(
-        step=a.step,
-        added=list(a.added) + list(b.added),
-        evicted=list(a.evicted) + list(b.evicted),
-        summary=b.summary if b.summary is not None else a.summary,
-        stored=list(a.stored) + list(b.stored),
+        step=updates[0].step,
+        added=[turn for u in updates for turn in u.added],
+        evicted=[turn for u in updates for turn in u.evicted],
+        summary=summaries[-1] if summaries else None,
+        stored=[text for u in updates for text in u.stored],
     )
+
+
+def _evict(buffer: Iterable, evicted: list) -> list:
+    """``buffer`` without the first occurrence of each evicted turn, in one pass: a memory
+    that evicts out of order still replays exactly, and a huge eviction stays linear."""
+    if not evicted:
+        return list(buffer)
+    left: dict = {}
+    for turn in evicted:
+        left[turn] = left.get(turn, 0) + 1
+    kept = []
+    for turn in buffer:
+        if left.get(turn):
+            left[turn] -= 1
+        else:
+            kept.append(turn)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -184,12 +212,7 @@ class MemoryState:
         update = record.memory
         if update is None:
             return replace(self, recalled=record.recalled, added=(), evicted=(), stored=(), summary_changed=False)
-        buffer = list(self.buffer)
-        for turn in update.evicted:
-            if buffer and buffer[0] == turn:
-                buffer.pop(0)
-            elif turn in buffer:  # a memory that evicts out of order still replays exactly
-                buffer.remove(turn)
+        buffer = _evict(self.buffer, update.evicted)
         buffer.extend(update.added)
         changed = update.summary is not None and update.summary != self.summary
         return MemoryState(

@@ -50,6 +50,7 @@ CHUNK_BYTES = 1024 * 1024  # then this much per step of the background index
 READ_BLOCK = 1024 * 1024
 PREVIEW_CHARS = 300
 RECORD_CACHE = 4096  # decoded steps kept per run
+MAX_STEP_EVENTS = 10_000  # lines of one step decoded; the rest are counted and reported
 STATE_CACHE = 4096  # derived states kept per run
 RUN_CACHE = 1024  # run objects kept (the others are made again when asked for)
 MAX_PROBLEMS = 1000  # then one line says how many more were found
@@ -285,11 +286,20 @@ class _Source:
                                 f"{fmt.FORMAT_VERSION}): what can be read is shown, unknown events as raw records")
 
     def decode_span(self, start: int, end: int, step: int) -> list[ev.Event]:
-        events: list[ev.Event] = []
+        """The events of [start, end): at most ``MAX_STEP_EVENTS`` lines are read; the rest
+        are counted, reported, and stand as one raw record saying so."""
+        return list(self.iter_span(start, end, step, MAX_STEP_EVENTS))
+
+    def iter_span(self, start: int, end: int, step: int, limit: int | None = None) -> Iterator[ev.Event]:
         declared = None
+        read = 0
         for line in self.lines(start, end):
             if line.data is not None and line.data.startswith(fmt.CHECKPOINT_PREFIX):
                 continue  # read only when a state is asked for
+            if limit is not None and read >= limit:
+                yield self._unread(line.offset, end, step, limit)
+                return
+            read += 1
             event = self.decode(line, step)
             if event is None:
                 continue
@@ -299,8 +309,27 @@ class _Source:
                   and not isinstance(event, (ev.RunEnd, ev.RawRecord, ev.StepStart, ev.Checkpoint))):
                 self.report(line.offset, f"a {event.type} event of step {event.step} inside step {declared} "
                                          f"(the line opening step {event.step} is missing or damaged)")
-            events.append(event)
-        return events
+            yield event
+
+    def _unread(self, offset: int, end: int, step: int, limit: int) -> ev.RawRecord:
+        """The lines of a step past the limit: counted (not decoded), reported, kept as a note."""
+        end = min(end, self.data_end)
+        position, more, last = offset, 0, b"\n"
+        while position < end:
+            block = self.pread(min(READ_BLOCK * 4, end - position), position)
+            if not block:
+                break
+            more += block.count(b"\n")
+            last = block[-1:]
+            position += len(block)
+        if last != b"\n":
+            more += 1
+        total = limit + more
+        where = f"step {step}" if step else "the run's header (before its first step)"
+        self.report(offset, f"{where} has {total:,} events; the first {limit:,} are shown, "
+                            f"the other {more:,} are not read")
+        return ev.RawRecord(step=step, source="events not read", data={"events": total, "read": limit},
+                            note=f"{more:,} more events of this step are not read (at most {limit:,} a step)")
 
 
 class TraceIndex:
@@ -813,10 +842,16 @@ class TraceRun:
     def iter_events(self) -> Iterator[ev.Event]:
         """Every event of the run in order, read as it goes (checkpoints left out)."""
         self.wait()
-        yield from self._header_events()
+        index = self._index
+        with index.lock:
+            start = index.run_starts[self._run]
+            first, stop = index._run_steps(self._run)
+            header_end = index.steps[first] if stop > first else index._run_end(self._run)
+        if start >= 0 and header_end is not None:
+            yield from self._source.iter_span(start, header_end, 0)
         for step in range(1, self.step_count + 1):
             start, end = self._span(step)
-            yield from self._source.decode_span(start, end, step)
+            yield from self._source.iter_span(start, end, step)
 
     def events(self) -> list[ev.Event]:
         return list(self.iter_events())

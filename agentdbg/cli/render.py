@@ -26,6 +26,7 @@ from agentdbg.state import RunInfo, RunState, StepRecord
 from agentdbg.text import one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
+TEXT_CHARS = 100_000  # a text in human output is cut beyond this (--json has all of it)
 MAX_RUNS = 100_000  # runs a command reads from one file by default (--max-runs)
 LABEL_STYLES = {
     "Thought": "italic",
@@ -237,6 +238,13 @@ def _clean(text: Any) -> str:
     return sanitize(text if isinstance(text, str) else json.dumps(ev.jsonable(text), ensure_ascii=False))
 
 
+def _text(text: Any) -> str:
+    """A run's text for human output: cleaned, and cut with what is left out said."""
+    if isinstance(text, str) and len(text) > TEXT_CHARS:
+        return shorten(text, TEXT_CHARS)
+    return _clean(text)
+
+
 def _pair(pair: Any, off: str = "") -> str:
     if isinstance(pair, list) and len(pair) == 2:
         value, limit = pair
@@ -331,14 +339,14 @@ def run_header(run: Any, number: int, total: int | None, path: str, width: int) 
     title.append(f"  ({sanitize(path)})", style="dim")
     rows = []
     if info.task:
-        rows.append(("", "task", _first_lines(_clean(info.task), 12)))
+        rows.append(("", "task", _first_lines(_text(info.task), 12)))
     tools = sorted(info.tool_names() - {""})
     rows.append(("", "tools", _clean(", ".join(tools)) or "none"))
     rows.append(("", "guards", guards_text(info)))
     if info.policy:
         rows.append(("", "policy", _clean(info.policy)))
     for label, text in StepRecord.from_events(0, getattr(run, "preamble", ())).transcript():
-        rows.append(("", label.lower(), _first_lines(_clean(text), 12)))  # kept before the first step
+        rows.append(("", label.lower(), _first_lines(_text(text), 12)))  # kept before the first step
     out = Text("\n")
     out.append_text(title)
     out.append("\n")
@@ -365,8 +373,8 @@ def step_block(record: StepRecord, width: int) -> Text:
     rows: list[tuple[str, str, str | Text]] = []
     for label, text in record.transcript():
         if label == "Observation" and record.error is not None and record.error not in (text or ""):
-            rows.append(("", "Error", f"{record.error_kind}: {_clean(record.error)}"))
-        rows.append(("", label, _clean(text)))
+            rows.append(("", "Error", f"{record.error_kind}: {_text(record.error)}"))
+        rows.append(("", label, _text(text)))
     if record.parse_error is not None:
         rows.insert(0, ("", "Error", f"parse error: {_clean(record.parse_error)}"))
     if not rows:
@@ -429,7 +437,7 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
         value.append(f" after {plural(end.steps, 'step')}")
         if end.answer is not None:
             value.append(": ")
-            value.append(_clean(end.answer), style="bold")
+            value.append(_text(end.answer), style="bold")
         elif end.message:
             value.append(": ")
             value.append(_clean(end.message))
@@ -457,7 +465,7 @@ def state_block(state: RunState, info: RunInfo, width: int) -> Text:
     if state.raw_count:
         rows.append(("", "raw records", str(state.raw_count)))
     if state.answer is not None:
-        rows.append(("", "answer", Text(_clean(state.answer), style="bold")))
+        rows.append(("", "answer", Text(_text(state.answer), style="bold")))
     if state.outcome is not None:
         rows.append(("", "outcome", _clean(state.outcome)))
     out = Text("state after this step\n", style="bold")

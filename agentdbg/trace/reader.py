@@ -50,6 +50,7 @@ CHUNK_BYTES = 1024 * 1024  # then this much per step of the background index
 READ_BLOCK = 1024 * 1024
 PREVIEW_CHARS = 300
 RECORD_CACHE = 4096  # decoded steps kept per run
+FAST_FOLD_AFTER = fmt.CHECKPOINT_EVERY  # stats folds more steps than this from their bytes
 MAX_STEP_EVENTS = 10_000  # lines of one step decoded; the rest are counted and reported
 STATE_CACHE = 4096  # derived states kept per run
 RUN_CACHE = 1024  # run objects kept (the others are made again when asked for)
@@ -765,7 +766,7 @@ class TraceRun:
         (``agentdbg.trace.tally``: the same figures as decoding every step)."""
         count = self.step_count
         base_step, base_state = self._base_state(count)
-        if count - base_step <= fmt.CHECKPOINT_EVERY:
+        if count - base_step <= FAST_FOLD_AFTER:
             return Tally.from_state(self.state_at(count))
         index = self._index
         with index.lock:

@@ -77,7 +77,7 @@ def test_headless_commands_read_at_most_max_runs_and_say_where_the_rest_begins(t
     assert code == 0 and "episode 2" in out and "episode 3" not in out and f"{path}:4: run 3 starts here" in err
     # a gate that saw part of the file does not pass
     code, out, err = run_cli(capsys, "check", path, "--max-runs", "4")
-    assert code == 2 and "1 run after the first 4 not checked" in err
+    assert code == 2 and "5 runs, more than --max-runs 4: not checked" in err
     code, out, err = run_cli(capsys, "check", path, "--max-runs", "0", "--fail-on", "error")
     assert code == 0, err
     assert run_cli(capsys, "stats", path, "--max-runs", "-1")[0] == 2

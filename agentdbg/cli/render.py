@@ -27,7 +27,7 @@ from agentdbg.text import one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
 TEXT_CHARS = 100_000  # a text in human output is cut beyond this (--json has all of it)
-MAX_RUNS = 100_000  # runs a command reads from one file by default (--max-runs)
+MAX_RUNS = 20_000  # runs a command reads from one file by default (--max-runs): bounded time
 LABEL_STYLES = {
     "Thought": "italic",
     "Action": "bold cyan",

@@ -69,6 +69,7 @@ def final_tally(run: Any, full: bool = False) -> Tally:
 def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
     getattr(run, "wait", lambda: None)()
     tally = final_tally(run, full)
+    steps = run.step_count
     end = run.end
     info = run.info
     tokens = tally.tokens if isinstance(tally.tokens, list) and len(tally.tokens) == 2 else [None, None]
@@ -80,7 +81,7 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
         "run": number,
         "name": info.name,
         "task": info.task,
-        "steps": run.step_count,
+        "steps": steps,
         "answer": end.answer if end is not None else tally.answer,
         "outcome": outcome,
         "tools": {name: calls[0] for name, calls in tally.tool_calls.items()},
@@ -97,16 +98,18 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
 
 def _print(result: dict[str, Any]) -> None:
     console = render.make_console()
+    width = console.width  # asked once: rich measures the terminal each time
     runs = result["runs"]
     for entry in runs:
         title = Text()
         title.append(f"run {entry['run']}", style="bold")
         title.append(" · ")
         title.append(one_line(entry["name"] or entry["task"], 60) or f"run {entry['run']}", style="bold magenta")
-        console.print(title, soft_wrap=True)
-        console.print(render.rows_text(_rows(entry), console.width, number_width=0, label_width=12), end="", soft_wrap=True)
+        title.append("\n")
+        render.emit(console, title)  # plainly in a pipe: many runs print fast
+        render.emit(console, render.rows_text(_rows(entry), width, number_width=0, label_width=12))
     if len(runs) > 1:
-        console.print(_totals(runs), soft_wrap=True)
+        render.emit(console, _totals(runs).append("\n"))
     if not runs:
         console.print(Text(f"{result['path']}: no runs", style="dim"))
     sys.stdout.flush()

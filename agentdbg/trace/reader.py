@@ -765,6 +765,8 @@ class TraceRun:
         or, when that is far back, folded fast from the bytes of the steps after it
         (``agentdbg.trace.tally``: the same figures as decoding every step)."""
         count = self.step_count
+        if count == 0:
+            return Tally.from_state(RunState.initial(self.info))
         base_step, base_state = self._base_state(count)
         if count - base_step <= FAST_FOLD_AFTER:
             return Tally.from_state(self.state_at(count))

@@ -69,6 +69,7 @@ def flat(text: Any, limit: int | None = None) -> str:
 
 def shorten(text: str, limit: int) -> str:
     """Sanitized text cut to ``limit`` characters, saying how much was left out."""
+    text = text if isinstance(text, str) else str(text)
     head, cut = _head(text, limit)
     clean = sanitize(head)
     if not cut and len(clean) <= limit:

@@ -16,7 +16,8 @@ peak RSS are those of that process alone):
              --no-checkpoints; 1,000,000: 300 MB): ``stats`` (the fast fold from the steps'
              bytes) against ``stats --full`` (every step decoded: the baseline, the same figures)
 
-No assertion: figures. Inputs are written to benchmarks/data/ when missing.
+No assertion: figures. Inputs are written to benchmarks/data/ when missing, each by a
+child process (a child forked from a large parent would count the parent's memory).
 
     python benchmarks/huge_inputs.py [--runs N] [--events N] [--mb N] [--steps N] [--only NAME ...]
 """
@@ -35,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from gen_trace import DATA, NO_CHECKPOINTS, ensure_trace, label  # noqa: E402
+from gen_trace import DATA, NO_CHECKPOINTS, ensure_trace, label, trace_path  # noqa: E402
 
 HEADER = b'{"type":"header","format":"agentdbg-trace","version":1}\n'
 AGENTDBG = [sys.executable, "-m", "agentdbg"]
@@ -141,8 +142,19 @@ def message_file(megabytes: int) -> Path:
 # -- the four cases ----------------------------------------------------------------------------
 
 
+MAKERS = {"runs": lambda n: runs_file(n), "events": lambda n: events_file(n), "message": lambda n: message_file(n),
+          "fold": lambda n: ensure_trace(n, checkpoint_every=NO_CHECKPOINTS)}
+
+
+def make(kind: str, size: int) -> Path:
+    """The input, written by a child process when missing."""
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--make-child", kind, str(size)],
+                          check=True, capture_output=True, text=True)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
 def bench_runs(count: int) -> None:
-    path = runs_file(count)
+    path = make("runs", count)
     print(f"\n{count:,} empty runs ({path.stat().st_size / 1e6:.0f} MB): {path}")
     baseline = measure(naive_lines(path))
     show("baseline: json.loads every line", baseline)
@@ -158,7 +170,7 @@ def bench_runs(count: int) -> None:
 
 
 def bench_events(count: int) -> None:
-    path = events_file(count)
+    path = make("events", count)
     print(f"\n{count:,} events in step 5 ({path.stat().st_size / 1e6:.0f} MB): {path}")
     baseline = measure(naive_lines(path))
     show("baseline: json.loads every line", baseline)
@@ -169,7 +181,7 @@ def bench_events(count: int) -> None:
 
 
 def bench_message(megabytes: int) -> None:
-    path = message_file(megabytes)
+    path = make("message", megabytes)
     print(f"\nan OpenAI chat with a {megabytes} MB tool reply: {path}")
     baseline = measure(naive_file(path))
     show("baseline: json.loads of the file", baseline)
@@ -180,16 +192,22 @@ def bench_message(megabytes: int) -> None:
 
 
 def bench_fold(steps: int) -> None:
-    path = ensure_trace(steps, checkpoint_every=NO_CHECKPOINTS)
+    path = make("fold", steps)
     print(f"\n{steps:,} steps without checkpoints ({path.stat().st_size / 1e6:.0f} MB): {path}")
     baseline = measure(AGENTDBG + ["stats", str(path), "--full"])
     show("baseline: stats --full (every step decoded)", baseline)
     show("stats (fast fold from the steps' bytes)", measure(AGENTDBG + ["stats", str(path)]), baseline)
-    with_checkpoints = ensure_trace(steps)
-    show("stats of the same run with checkpoints", measure(AGENTDBG + ["stats", str(with_checkpoints)]), baseline)
+    with_checkpoints = trace_path(steps)
+    if with_checkpoints.exists():
+        show("stats of the same run with checkpoints", measure(AGENTDBG + ["stats", str(with_checkpoints)]), baseline)
+    else:
+        print(f"  (python benchmarks/gen_trace.py {steps} writes the same run with checkpoints, to compare)")
 
 
 def main() -> None:
+    if len(sys.argv) > 3 and sys.argv[1] == "--make-child":
+        print(MAKERS[sys.argv[2]](int(sys.argv[3])))
+        return
     if len(sys.argv) > 2 and sys.argv[1] == "--tui-child":
         asyncio.run(_tui_child(sys.argv[2], sys.argv[3:]))
         return

@@ -286,3 +286,23 @@ def test_tally_adds_a_step_as_run_state_advances() -> None:
     tally = Tally.from_state(state)
     tally.add(record)
     assert tally == Tally.from_state(state.advance(record))
+
+
+async def test_the_run_switcher_lists_runs_around_the_current_and_opens_any_by_number(tmp_path: Path) -> None:
+    from test_tui_support import SIZE, press, settle, type_text
+    from textual.widgets import OptionList
+
+    from agentdbg.tui.app import DebuggerApp
+    from agentdbg.tui.screens.lists import RUN_LIST
+
+    path = empty_runs(tmp_path / "runs.jsonl", RUN_LIST + 100)
+    app = DebuggerApp(open_trace(path), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "r")
+        assert app.screen.query_one(OptionList).option_count == RUN_LIST
+        await pilot.click("#run-number")
+        await type_text(pilot, str(RUN_LIST + 90))
+        await press(pilot, "enter")
+        assert app.run_index == RUN_LIST + 89
+        assert f"episode {RUN_LIST + 90}" in app.query_one("#header").text

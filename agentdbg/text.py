@@ -184,10 +184,20 @@ def escape_json(json_text: str) -> str:
     return _JSON_UNSAFE.sub(_json_escape, json_text) if _SUSPECT.search(json_text) else json_text
 
 
+def _head(text: Any, limit: int | None) -> tuple[str, bool]:
+    """As much of ``text`` as ``limit`` shown characters can need, and whether it was cut:
+    cleaning only removes characters, so a huge text is never cleaned whole."""
+    text = text if isinstance(text, str) else str(text)
+    if limit is None or len(text) <= 4 * limit + 64:
+        return text, False
+    return text[: 4 * limit + 64], True
+
+
 def one_line(text: str, limit: int | None = None) -> str:
     """Sanitized text on one line (newlines shown as ``⏎``), cut to ``limit`` characters."""
+    text, cut = _head(text, limit)
     flat = sanitize(text).replace("\n", " ⏎ ").replace("\t", " ")
-    if limit is not None and len(flat) > limit:
+    if limit is not None and (cut or len(flat) > limit):
         return flat[: max(limit - 1, 0)] + "…"
     return flat
 
@@ -195,15 +205,19 @@ def one_line(text: str, limit: int | None = None) -> str:
 def flat(text: Any, limit: int | None = None) -> str:
     """Sanitized text with every run of whitespace (newlines included) made one space,
     cut to ``limit`` characters with ``…``: for status lines, titles and table cells."""
-    collapsed = " ".join(sanitize(text if isinstance(text, str) else str(text)).split())
-    if limit is not None and len(collapsed) > limit:
+    text, cut = _head(text, limit)
+    collapsed = " ".join(sanitize(text).split())
+    if limit is not None and (cut or len(collapsed) > limit):
         return collapsed[: max(limit - 1, 0)] + "…"
     return collapsed
 
 
 def shorten(text: str, limit: int) -> str:
     """Sanitized text cut to ``limit`` characters, saying how much was left out."""
-    clean = sanitize(text)
-    if len(clean) <= limit:
+    text = text if isinstance(text, str) else str(text)
+    head, cut = _head(text, limit)
+    clean = sanitize(head)
+    if not cut and len(clean) <= limit:
         return clean
-    return f"{clean[:limit]}… [{len(clean) - limit:,} more characters]"
+    more = len(text) - len(head) + len(clean) - limit if cut else len(clean) - limit
+    return f"{clean[:limit]}… [{max(more, 1):,} more characters]"

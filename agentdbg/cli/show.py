@@ -57,7 +57,7 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
     single = args.run is not None
     out = sys.stdout
     shown = 0
-    for number, run in render.iter_runs(document, args.run):
+    for number, run in render.iter_runs(document, args.run, args.max_runs):
         shown += 1
         if args.json:
             # One JSON object per run, on one line, written as it is read: the steps array

@@ -18,6 +18,7 @@ EXPECTED_FORMAT = {
     "openai-chat": "openai-chat",
     "anthropic-messages": "anthropic-messages",
     "otel-genai": "otel-genai",
+    "otel-sdk": "otel-sdk",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

@@ -16,6 +16,7 @@ from agentdbg.importers import (
     anthropic_messages,
     openai_chat,
     otel_genai,
+    otel_sdk,
     react_paper,
     swe_agent,
     transcript,
@@ -30,7 +31,8 @@ from agentdbg.importers.base import (
 )
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, openai_chat, anthropic_messages, otel_genai]
+FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, otel_sdk,
+                             openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",

@@ -21,11 +21,14 @@ from agentdbg.importers.jsondata import parse_arguments
 
 @dataclass
 class Call:
-    """A tool call as recorded: ``arguments`` is the JSON text or the object itself."""
+    """A tool call as recorded: ``arguments`` is the JSON text or the object itself;
+    ``free_text`` arguments (a custom tool's input, a command line) are one positional
+    argument, never parsed as JSON."""
 
     name: str
     arguments: Any = None
     id: str = ""
+    free_text: bool = False
 
 
 def written(call: Call) -> str:
@@ -76,7 +79,10 @@ class ChatAssembler:
              line: int | None = None) -> StepDraft:
         tokens = self._take_tokens(tokens)
         text = written(call)
-        args, why = parse_arguments(call.arguments)
+        if call.free_text and isinstance(call.arguments, str):
+            args, why = call.arguments, None
+        else:
+            args, why = parse_arguments(call.arguments)
         if why is None:
             step = self.builder.step(thought=thought, tool=call.name, args=args, call=text,
                                      call_id=call.id, tokens=tokens)
@@ -103,6 +109,10 @@ class ChatAssembler:
 
     def waiting(self, call_id: str) -> bool:
         return bool(self._open.get(call_id))
+
+    def waiting_named(self, name: str) -> bool:
+        """A call to tool ``name`` still waits for a reply (for replies that carry no id)."""
+        return any(step.tool == name for steps in self._open.values() for step in steps)
 
     def reply(self, call_id: str, text: str, error: bool = False, name: str = "",
               data: Any = None, line: int | None = None) -> StepDraft | None:

@@ -19,6 +19,7 @@ EXPECTED_FORMAT = {
     "anthropic-messages": "anthropic-messages",
     "otel-genai": "otel-genai",
     "otel-sdk": "otel-sdk",
+    "otlp-protobuf": "otlp-protobuf",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

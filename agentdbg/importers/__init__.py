@@ -17,6 +17,7 @@ from agentdbg.importers import (
     openai_chat,
     otel_genai,
     otel_sdk,
+    otlp_proto,
     react_paper,
     swe_agent,
     transcript,
@@ -31,7 +32,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, otel_sdk,
+FORMATS: list[ModuleType] = [otlp_proto, react_paper, transcript, swe_agent, otel_sdk,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
@@ -49,13 +50,16 @@ def get_format(name: str) -> ModuleType:
 
 
 def sniff_all(head: str | bytes, path: str = "") -> list[tuple[str, bool, str]]:
-    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why)."""
+    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why).
+    Binary formats look at the bytes themselves when they are given."""
+    raw = head if isinstance(head, bytes) else None
     if isinstance(head, bytes):
         head = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     verdicts = []
     for module in FORMATS:
+        look = raw if raw is not None and getattr(module, "BINARY", False) else head
         try:
-            ok, reason = module.sniff(head, path)
+            ok, reason = module.sniff(look, path)
         except Exception as exc:  # a sniff is a guess: a failing one only refuses
             ok, reason = False, f"could not look: {type(exc).__name__}: {exc}"
         verdicts.append((module.NAME, ok, reason))
@@ -69,7 +73,9 @@ def detect(path: str | Path) -> str:
     head = _head(path)
     if not head.strip():
         raise NotImportable(f"{path}: the file is empty")
-    verdicts = sniff_all(head, str(path))
+    # A binary format (OTLP protobuf: 0x0a or a size first) needs the bytes themselves.
+    binary = head[:1] in ("\n", "\x00") or "\ufffd" in head
+    verdicts = sniff_all(_raw_head(path) if binary else head, str(path))
     for name, ok, _ in verdicts:
         if ok:
             return name
@@ -85,6 +91,14 @@ def _head(path: Path) -> str:
         raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def _raw_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES)
+    except OSError as exc:
+        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def convert_file(path: str | Path, format: str | None = None) -> tuple[str, ImportResult]:
     """(format name, what it made of the file)."""
     path = Path(path)
@@ -93,9 +107,10 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
         data = path.read_bytes()
     except OSError as exc:
         raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
-    text, problems = decode(data, str(path))
+    module = BY_NAME[name]
+    text, problems = (data, []) if getattr(module, "BINARY", False) else decode(data, str(path))
     try:
-        result = BY_NAME[name].convert(text, str(path))
+        result = module.convert(text, str(path))
     except NotImportable as exc:
         raise NotImportable(f"{exc} (reading it as {name})") from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:

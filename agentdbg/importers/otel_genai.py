@@ -85,9 +85,12 @@ def _nanos(value: Any) -> int:
 
 def _spans(src: Source) -> list[Span]:
     if is_json_lines(src.text):
-        exports = [record.value for record in load_json_lines(src)]
-    else:
-        exports = [load_json(src)]
+        return spans_from_exports([record.value for record in load_json_lines(src)])
+    return spans_from_exports([load_json(src)])
+
+
+def spans_from_exports(exports: list) -> list[Span]:
+    """The spans of OTLP exports in their JSON form (``{"resourceSpans": [...]}`` each)."""
     spans: list[Span] = []
     for export in exports:
         for resource in _list(export.get("resourceSpans")) if isinstance(export, dict) else []:

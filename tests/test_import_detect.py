@@ -20,6 +20,7 @@ EXPECTED_FORMAT = {
     "otel-genai": "otel-genai",
     "otel-sdk": "otel-sdk",
     "otlp-protobuf": "otlp-protobuf",
+    "openai-responses": "openai-responses",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

@@ -15,6 +15,7 @@ from types import ModuleType
 from agentdbg.importers import (
     anthropic_messages,
     openai_chat,
+    openai_responses,
     otel_genai,
     otel_sdk,
     otlp_proto,
@@ -32,7 +33,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [otlp_proto, react_paper, transcript, swe_agent, otel_sdk,
+FORMATS: list[ModuleType] = [otlp_proto, react_paper, transcript, swe_agent, openai_responses, otel_sdk,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

@@ -25,6 +25,7 @@ from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
 from agentdbg.importers.openai_chat import _BLOCK_TYPE_PATHS, ANTHROPIC_BLOCKS
+from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
 
 NAME = "anthropic-messages"
@@ -37,6 +38,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if not shape.root:
         return False, "not JSON"
+    if responses_marker(shape):
+        return False, f"{responses_marker(shape)}: OpenAI Responses"
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
         return True, f"{', '.join(sorted(blocks))} content blocks"

@@ -24,6 +24,7 @@ from agentdbg.importers.base import (
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
+from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
 
 NAME = "openai-chat"
@@ -43,6 +44,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return False, "not JSON"
     if shape.has("trajectory") or shape.has("history"):
         return False, "has a trajectory/history: a SWE-agent file"
+    if responses_marker(shape):
+        return False, f"{responses_marker(shape)}: OpenAI Responses, not Chat Completions"
     if shape.has("system") and shape.has("messages"):
         return False, "a top-level system prompt beside the messages: Anthropic Messages"
     if not any(shape.has(*p) for p in _ROLE_PATHS) and not shape.has("messages"):

@@ -21,6 +21,7 @@ EXPECTED_FORMAT = {
     "otel-sdk": "otel-sdk",
     "otlp-protobuf": "otlp-protobuf",
     "openai-responses": "openai-responses",
+    "langchain": "langchain",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

@@ -14,6 +14,7 @@ from types import ModuleType
 
 from agentdbg.importers import (
     anthropic_messages,
+    langchain,
     openai_chat,
     openai_responses,
     otel_genai,
@@ -33,7 +34,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [otlp_proto, react_paper, transcript, swe_agent, openai_responses, otel_sdk,
+FORMATS: list[ModuleType] = [otlp_proto, react_paper, transcript, swe_agent, openai_responses, langchain, otel_sdk,
                              openai_chat, anthropic_messages, otel_genai]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 

@@ -83,7 +83,7 @@ def _skip(text: str, pos: int) -> int:
     return pos
 
 
-def _reason(exc: ValueError) -> str:
+def _reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
     return str(exc)
@@ -125,7 +125,7 @@ def load_concatenated(src: Source) -> list[Record]:
     while pos < len(text):
         try:
             value, end = _DECODER.raw_decode(text, pos)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested past what can be read: damage too
             resume = text.find("\n{", pos + 1)
             src.problem(f"not valid JSON ({_reason(exc)}); skipped "
                         + ("to the next object" if resume >= 0 else "the rest of the file"), line_at(pos))

@@ -94,7 +94,7 @@ def _is_response(value: Any) -> bool:
 
 
 def _is_item(value: Any) -> bool:
-    return isinstance(value, dict) and (value.get("type") in ITEM_TYPES or "role" in value)
+    return isinstance(value, dict) and (_kind(value) in ITEM_TYPES or "role" in value)
 
 
 def _runs(src: Source, records: list[Record]) -> list:
@@ -450,7 +450,7 @@ def _run_state_run(src: Source, state: dict) -> tuple[list, int]:
         raw_item = generated.get("raw_item") if isinstance(generated, dict) else None
         kind = text_of(generated.get("type")) if isinstance(generated, dict) else ""
         if kind == "tool_approval_item":  # the call itself is its tool_call_item
-            name = text_of(generated.get("tool_name") or (raw_item or {}).get("name"))
+            name = text_of(generated.get("tool_name") or (raw_item.get("name") if isinstance(raw_item, dict) else ""))
             waiting.append(name)
             builder.raw("agents sdk item", generated, f"waiting for approval: {name}")
             continue

@@ -160,7 +160,7 @@ def _json(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in ("[", "{", '"'):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
     return value
 

@@ -466,4 +466,4 @@ def test_error_messages_of_several_lines_stay_readable(tmp_path: Path, capsys) -
         argv = [command, unknown] + (["-o", tmp_path / "out.jsonl"] if command == "convert" else [])
         code, _, err = run_cli(capsys, *argv)
         assert code == 2 and f"agentdbg {command}: error:" in err
-        assert "Formats tried:\n  react-paper:" in err and "⏎" not in err
+        assert "Formats tried:\n  otlp-protobuf:" in err and "\n  react-paper:" in err and "⏎" not in err

@@ -60,7 +60,11 @@ def _fields(data: bytes, pos: int, end: int) -> Iterator[tuple[int, int, Any, in
     length-delimited value is its (start, end)."""
     while pos < end:
         at = pos
-        key, pos = _varint(data, pos, end)
+        key = data[pos]
+        if key < 0x80:  # one-byte keys and sizes are the common case: no call for them
+            pos += 1
+        else:
+            key, pos = _varint(data, pos, end)
         number, wire = key >> 3, key & 7
         if number == 0:
             raise WireError(at, "field number 0")
@@ -72,7 +76,10 @@ def _fields(data: bytes, pos: int, end: int) -> Iterator[tuple[int, int, Any, in
                 raise WireError(at, "cut short inside a fixed-size number", cut=True)
             value, pos = data[pos:pos + size], pos + size
         elif wire == _LEN:
-            size, pos = _varint(data, pos, end)
+            if pos < end and data[pos] < 0x80:
+                size, pos = data[pos], pos + 1
+            else:
+                size, pos = _varint(data, pos, end)
             if pos + size > end:  # what is there is read first: the spans it holds are kept
                 yield number, wire, (pos, end), at
                 raise WireError(at, f"a field of {size} bytes where {end - pos} are left", cut=True)

@@ -144,6 +144,10 @@ def test_real_item_lists_open_as_responses_not_as_chat():
     items = json.loads(path.read_text(encoding="utf-8"))
     name, result, runs = convert(path)
     assert name == "openai-responses"
+    head = path.read_text(encoding="utf-8")[:65536]
+    assert openai_chat.sniff(head) == (False, "Responses API items (function_call, function_call_output, "
+                                              "output_text, reasoning, summary_text): OpenAI Responses, "
+                                              "not Chat Completions")
     [run] = runs
     assert run.info.task == items[0]["content"]
     assert tools_called(run) == ["update_plan", None]

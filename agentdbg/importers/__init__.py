@@ -2,8 +2,9 @@
 
 One module per format, each with ``NAME``, ``DESCRIPTION``, ``sniff(head, path) ->
 (ok, reason)`` (a cheap look at the first bytes; a refusal says why) and
-``convert(source, path=None) -> ImportResult``. Detection is by content, never by the
-file's extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
+``convert(source, path=None) -> ImportResult``; a binary format (``BINARY = True``) is
+given the file's bytes instead of its text. Detection is by content, never by the file's
+extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
 See docs/importers.md for what maps to what.
 """
 
@@ -34,8 +35,12 @@ from agentdbg.importers.base import (
 )
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [otlp_proto, react_paper, transcript, swe_agent, openai_responses, langchain, otel_sdk,
-                             openai_chat, anthropic_messages, otel_genai]
+FORMATS: list[ModuleType] = [
+    otlp_proto,  # binary formats first
+    react_paper, transcript, swe_agent,
+    openai_responses, langchain, otel_sdk,  # JSON with wrapper keys of their own, before the chat formats
+    openai_chat, anthropic_messages, otel_genai,
+]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",

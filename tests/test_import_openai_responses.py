@@ -92,7 +92,7 @@ def test_a_response_cut_by_its_token_limit():
     [run] = runs
     # reasoning alone is a thought, never the answer
     assert run.records[0].thought == "[encrypted reasoning]" and run.records[0].answer is None
-    assert (run.end.outcome, run.end.message, run.end.answer) == ("incomplete", "max_output_tokens", None)
+    assert (run.end.outcome, run.end.message, run.end.answer) == ("response incomplete", "max_output_tokens", None)
     assert run.records[0].step_tokens == 4080
 
 
@@ -184,7 +184,7 @@ def test_real_run_states():
     assert pending.info.name == "compat-agent" and pending.info.task == "historical input"
     assert tools_called(pending) == ["historical_approval"]
     assert pending.records[0].args == {"account_id": "account-1"}
-    assert (pending.end.outcome, pending.end.message) == ("interrupted", "waiting for approval: historical_approval")
+    assert (pending.end.outcome, pending.end.message) == ("awaiting approval", "waiting for approval: historical_approval")
     assert [t["name"] for t in pending.info.tools] == ["historical_approval"]
     assert result.raw_count == 1  # the approval item, which repeats the call
 

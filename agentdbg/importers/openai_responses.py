@@ -414,8 +414,8 @@ def _responses_run(src: Source, records: list[Record]) -> tuple[list, int]:
     last = responses[-1]
     status = text_of(last.get("status"))
     outcome, message = None, ""
-    if status in _FAILED or status == "in_progress":
-        outcome = status
+    if status in _FAILED:
+        outcome = f"response {status}"  # the API's own status, named as such
         error = last.get("error") if isinstance(last.get("error"), dict) else {}
         details = last.get("incomplete_details") if isinstance(last.get("incomplete_details"), dict) else {}
         message = ": ".join(m for m in (text_of(error.get("code")), text_of(error.get("message")),
@@ -475,7 +475,7 @@ def _run_state_run(src: Source, state: dict) -> tuple[list, int]:
     step = state.get("current_step") if isinstance(state.get("current_step"), dict) else {}
     outcome, message = None, ""
     if step.get("type") == "next_step_interruption":
-        outcome = "interrupted"
+        outcome = "awaiting approval"
         message = f"waiting for approval: {', '.join(waiting)}" if waiting else "waiting for approval"
     return builder.build(outcome=outcome, message=message), builder.raw_count
 

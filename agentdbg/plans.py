@@ -70,7 +70,7 @@ def looks_like_plan(path: Path) -> bool:
         head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
     except OSError:
         return False
-    return re.search(r"^\s*\[policy\]", head, re.M) is not None
+    return re.search(r"^[ \t]*\[policy\]", head, re.M) is not None  # not \s*: quadratic over blank lines
 
 
 def load_plan(path: str | Path, allow_code: bool = False) -> Plan:

@@ -512,3 +512,33 @@ def test_a_filter_ruling_out_raw_lines_never_matches_the_step(events, text, step
     flt = parse_filter(text)
     if not flt.bytes_test()(step, step_lines(events)):
         assert not flt.matches(record)
+
+
+# --- a tool breakpoint on a name that cannot be shown as it is written ------------------------
+
+def odd_step(tool: str) -> list[ev.Event]:
+    return [ev.StepStart(step=3), ev.ActionTaken(step=3, tool=tool, args="1"),
+            ev.Observation(step=3, text="1"),
+            ev.GuardCounters(step=3, steps=[3, None], repeats=[1, None], errors=[0, None], tokens=[0, None])]
+
+
+@pytest.mark.parametrize("tool, shown", [("calc\u200b", "calc<U+200B>"), ("c\u202eclac", "c<U+202E>clac"),
+                                         ("calc\ud800", "calc<U+D800>"), ("calc\x1b[0m", "calc")])
+def test_a_tool_breakpoint_matches_a_name_as_shown(tool: str, shown: str):
+    record = StepRecord.from_events(3, odd_step(tool))
+    breakpoints = BreakpointSet()
+    breakpoints.auto = dict.fromkeys(AUTO_BREAKS, False)
+    breakpoints.add("tool", shown)  # what the screen shows, and the breakpoint dialog offers
+    assert breakpoints.reasons(record) == [f"breakpoint: tool {shown}"]
+    data = "".join(fmt.event_line(event) for event in odd_step(tool)).encode("utf-8")
+    assert breakpoints.skip_test()(3, data) is False  # a scan over a file decodes that step
+    plain = step_lines(odd_step("calc"))
+    assert breakpoints.skip_test()(3, plain) is (shown != "calc")
+
+
+def test_a_name_that_only_looks_like_another_is_not_it():
+    breakpoints = BreakpointSet()
+    breakpoints.auto = dict.fromkeys(AUTO_BREAKS, False)
+    breakpoints.add("tool", "calc")
+    assert breakpoints.reasons(StepRecord.from_events(3, odd_step("calc\u200b"))) == []
+    assert breakpoints.reasons(StepRecord.from_events(3, odd_step("calc"))) == ["breakpoint: tool calc"]

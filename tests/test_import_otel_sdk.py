@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from test_import_support import (
     IMPORT_FIXTURES,
     convert,
@@ -15,6 +16,7 @@ from test_import_support import (
     tools_called,
 )
 
+from agentdbg import importers
 from agentdbg.importers import otel_sdk
 
 REAL = IMPORT_FIXTURES / "real" / "otel-sdk"
@@ -112,11 +114,22 @@ def test_edges_in_the_console_encoding_map_as_in_otlp():
     assert result.raw_count == 1 and run.records[3].raw[0].note == "a value that is not a span"
 
 
-def test_a_span_with_nothing_to_map_is_an_empty_run():
+def test_an_agent_that_made_no_call_is_an_empty_run():
     _, result, runs = convert(fixture("otel-sdk", "edge_empty.txt"))
+    assert (runs[0].info.name, runs[0].info.task) == ("idle", "Say nothing.")
     assert runs[0].step_count == 0 and runs[0].end.outcome == "empty"
-    assert result.raw_count == 1
+    assert result.raw_count == 1  # the HTTP span beside it
     assert "no chat or execute_tool spans" in problems_text(result)
+
+
+def test_spans_with_no_agent_model_or_tool_call_are_refused_saying_so(tmp_path):
+    text = fixture("otel-sdk", "edge_empty.txt").read_text(encoding="utf-8")
+    path = tmp_path / "http.txt"
+    path.write_text(text[: text.index("}\n{") + 2], encoding="utf-8")  # the HTTP span alone
+    with pytest.raises(importers.NotImportable) as refused:
+        importers.convert_file(path)
+    assert str(refused.value).startswith(f"{path}: read as otel-sdk but none of its 1 spans is an agent, "
+                                         "a model call or a tool call")
 
 
 def test_hostile_and_non_ascii_text_is_kept_verbatim():

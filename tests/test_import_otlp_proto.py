@@ -79,10 +79,10 @@ def test_the_collector_file_exporter_stream_is_read_message_by_message():
 
 
 def test_real_binary_trace_and_its_json_twin_hold_the_same_spans():
-    name, binary, _ = convert(REAL / "trace.pb")
-    assert name == "otlp-protobuf"
-    twin_name, twin, _ = convert(REAL / "trace.json")
-    assert twin_name == "otel-genai"
+    assert importers.detect(REAL / "trace.pb") == "otlp-protobuf"
+    assert importers.detect(REAL / "trace.json") == "otel-genai"
+    binary = otlp_proto.convert((REAL / "trace.pb").read_bytes(), "trace.pb")
+    twin = otel_genai.convert((REAL / "trace.json").read_text(encoding="utf-8"), "trace.json")
     assert _without_raw_data(binary.runs) == _without_raw_data(twin.runs)
     spans = [e.data for run in binary.runs for e in run if isinstance(e, ev.RawRecord)]
     twin_spans = [e.data for run in twin.runs for e in run if isinstance(e, ev.RawRecord)]
@@ -90,12 +90,18 @@ def test_real_binary_trace_and_its_json_twin_hold_the_same_spans():
     assert [_span_facts(s) for s in spans] == [_span_facts(s) for s in twin_spans]
     assert _span_facts(spans[0])["attributes"]["http.method"] == "GET"
     assert "has no chat or execute_tool spans" in binary.problems[0].message
+    # HTTP spans alone are no agent run: opening the file says so, in either encoding
+    for path, found in (("trace.pb", "1345 bytes of binary data"), ("trace.json", "keys: resourceSpans")):
+        with pytest.raises(importers.NotImportable) as refused:
+            importers.convert_file(REAL / path)
+        assert "but none of its 2 spans is an agent, a model call or a tool call" in str(refused.value)
+        assert f"found {found}" in str(refused.value)
 
 
 def test_real_binary_traces_with_many_resources():
-    _, result, runs = convert(REAL / "traces.pb")
-    assert len(runs) == 19 and result.raw_count == 19  # one span per resource, one trace each
-    assert all(run.step_count == 0 for run in runs)
+    result = otlp_proto.convert((REAL / "traces.pb").read_bytes(), "traces.pb")
+    assert len(result.runs) == 19 and result.raw_count == 19  # one span per resource, one trace each
+    assert result.step_count == 0
     names = {e.data["name"] for events in result.runs for e in events if isinstance(e, ev.RawRecord)}
     assert "product-catalog.execute" in names
 

@@ -66,6 +66,44 @@ LINES = st.lists(st.sampled_from([
     "Final Answer: f", "Answer: a", "Thought 1: t", "Action 1: Search[x]", "Action 2: ", "Finish[x]",
     "Observation 1: Invalid action: x", "{'steps': 2, 'answer': 'b'}", "-----------", "", "junk"]), max_size=12)
 
+ROLLOUT_LINE = st.fixed_dictionaries({
+    "timestamp": LEAF, "type": st.sampled_from(["session_meta", "turn_context", "response_item", "event_msg", "x"]),
+    "payload": st.one_of(LEAF, st.fixed_dictionaries({
+        "type": st.sampled_from(["message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+                                 "custom_tool_call_output", "web_search_call", "user_message", "token_count",
+                                 "exec_command_end", "task_started", "task_complete", "turn_aborted", "error"]),
+        "role": st.sampled_from(["user", "assistant", "developer"]), "content": VALUES, "name": LEAF,
+        "arguments": VALUES, "call_id": st.sampled_from(["c1", "c2", None]), "output": VALUES, "input": LEAF,
+        "message": LEAF, "info": VALUES, "exit_code": LEAF, "process_id": LEAF, "summary": VALUES,
+        "last_agent_message": LEAF, "model": LEAF, "action": VALUES, "status": LEAF, "id": LEAF}))})
+CLAUDE_ENTRY = st.fixed_dictionaries({
+    "type": st.sampled_from(["user", "assistant", "system", "summary", "progress"]), "sessionId": LEAF,
+    "isSidechain": LEAF, "agentId": LEAF, "uuid": LEAF, "parentUuid": LEAF, "isMeta": LEAF,
+    "isApiErrorMessage": LEAF, "message": st.one_of(LEAF, st.fixed_dictionaries({
+        "id": st.sampled_from(["m1", "m2", None]), "role": LEAF, "model": st.sampled_from(["c", "<synthetic>", None]),
+        "content": st.one_of(LEAF, st.lists(st.one_of(BLOCK, LEAF), max_size=3)), "usage": VALUES}))})
+GEMINI_MESSAGE = st.fixed_dictionaries({
+    "id": st.sampled_from(["m1", "m2", None]), "type": st.sampled_from(["user", "gemini", "info", "error", "x"]),
+    "content": st.one_of(LEAF, st.lists(VALUES, max_size=2)), "thoughts": VALUES, "tokens": VALUES,
+    "toolCalls": st.one_of(LEAF, st.lists(st.fixed_dictionaries({
+        "id": LEAF, "name": LEAF, "args": VALUES, "status": LEAF, "result": VALUES, "resultDisplay": LEAF}),
+        max_size=3))})
+GEMINI = st.one_of(
+    st.fixed_dictionaries({"sessionId": LEAF, "projectHash": LEAF, "messages": st.one_of(LEAF, st.lists(GEMINI_MESSAGE, max_size=4))}),
+    st.lists(st.one_of(GEMINI_MESSAGE, st.fixed_dictionaries({"$rewindTo": LEAF}),
+                       st.fixed_dictionaries({"$set": VALUES})), min_size=2, max_size=5).map(
+        lambda lines: "\n".join(json.dumps(line) for line in lines)))
+PART = st.fixed_dictionaries({
+    "type": st.sampled_from(["text", "reasoning", "tool-call", "tool-result", "tool-error", "source"]),
+    "text": LEAF, "toolCallId": st.sampled_from(["c1", "c2", None]), "toolName": LEAF, "input": VALUES,
+    "output": VALUES, "error": VALUES})
+VERCEL_STEP = st.fixed_dictionaries({
+    "stepType": LEAF, "text": LEAF, "content": st.one_of(LEAF, st.lists(PART, max_size=3)),
+    "toolCalls": st.one_of(LEAF, st.lists(st.fixed_dictionaries({"toolCallId": LEAF, "toolName": LEAF, "args": VALUES}), max_size=2)),
+    "toolResults": st.one_of(LEAF, st.lists(st.fixed_dictionaries({"toolCallId": LEAF, "toolName": LEAF, "result": VALUES}), max_size=2)),
+    "usage": VALUES, "finishReason": LEAF, "response": VALUES, "warnings": VALUES})
+VERCEL = st.fixed_dictionaries({"steps": st.one_of(LEAF, st.lists(st.one_of(VERCEL_STEP, LEAF), max_size=4)),
+                                "prompt": LEAF, "messages": VALUES, "finishReason": LEAF, "usage": VALUES})
 ATTRIBUTE_KEYS = st.sampled_from([
     "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result", "error.type", "gen_ai.usage.input_tokens", "gen_ai.input.messages",
@@ -163,6 +201,18 @@ def test_json_lines(messages):
 
 
 @SETTINGS
+@given(st.one_of(st.lists(ROLLOUT_LINE, min_size=1, max_size=6), st.lists(CLAUDE_ENTRY, min_size=1, max_size=6)))
+def test_session_json_lines(lines):
+    _every_importer_copes_with("\n".join(json.dumps(line) for line in lines))
+
+
+@SETTINGS
+@given(st.one_of(GEMINI, VERCEL, st.lists(VERCEL, max_size=2)))
+def test_gemini_and_vercel_near_their_shape(value):
+    _every_importer_copes_with(value if isinstance(value, str) else json.dumps(value))
+
+
+@SETTINGS
 @given(LINES)
 def test_text(lines):
     _every_importer_copes_with("\n".join(lines))
@@ -186,6 +236,23 @@ BAD_USAGE = [
         for n, text, tokens in ((1, "a", -50), (2, "b", 7))]}]}]}),
     ("swe-agent", {"trajectory": [{"action": "ls", "observation": "x", "thought": "a"}],
                    "info": {"model_stats": {"tokens_sent": -50, "tokens_received": 7}}}),
+    ("claude-code", "\n".join(json.dumps(entry) for entry in [
+        {"type": "user", "sessionId": "s", "message": {"role": "user", "content": "q"}},
+        {"type": "assistant", "sessionId": "s", "message": {"id": "m1", "role": "assistant", "content": [
+            {"type": "text", "text": "a"}], "usage": {"input_tokens": -50, "output_tokens": True}}},
+        {"type": "assistant", "sessionId": "s", "message": {"id": "m2", "role": "assistant", "content": [
+            {"type": "text", "text": "b"}], "usage": {"input_tokens": 7, "output_tokens": "9"}}}])),
+    ("codex-rollout", "\n".join(json.dumps({"timestamp": "t", "type": kind, "payload": payload}) for kind, payload in [
+        ("event_msg", {"type": "user_message", "message": "q"}),
+        ("response_item", {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c"}),
+        ("event_msg", {"type": "token_count", "info": {"total_token_usage": {"total_tokens": -50},
+                                                        "last_token_usage": {"total_tokens": True}}}),
+        ("event_msg", {"type": "token_count", "info": {"total_token_usage": {"total_tokens": 7}}})])),
+    ("gemini-cli", {"sessionId": "s", "projectHash": "h", "messages": [
+        {"type": "user", "content": "q"}, {"type": "gemini", "content": "a", "tokens": {"total": -50}},
+        {"type": "gemini", "content": "b", "tokens": {"input": True, "output": 7}}]}),
+    ("vercel-ai-sdk", {"steps": [{"text": "a", "usage": {"totalTokens": -50}},
+                                 {"text": "b", "usage": {"promptTokens": True, "completionTokens": 7}}]}),
     ("otel-sdk", [{"name": "chat", "context": {"trace_id": "0x1", "span_id": f"0x{n}"}, "kind": "SpanKind.CLIENT",
                    "start_time": f"2026-01-01T00:00:0{n}Z", "attributes": {
                        "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": tokens,
@@ -204,7 +271,7 @@ BAD_USAGE = [
 
 @pytest.mark.parametrize(("name", "data"), BAD_USAGE, ids=[name for name, _ in BAD_USAGE])
 def test_usage_figures_that_are_not_counts_are_not_counted(name, data):
-    result = importers.get_format(name).convert(json.dumps(data), "usage")
+    result = importers.get_format(name).convert(data if isinstance(data, str) else json.dumps(data), "usage")
     [events] = result.runs
     for event in events:  # a converted run is one a trace can hold and read back
         assert ev.event_from_dict(json.loads(json.dumps(event.to_dict()))) == event

@@ -181,6 +181,16 @@ def test_untrusted_text_is_written_verbatim_and_stays_on_one_line(tmp_path: Path
     assert [ev.event_from_dict(d) for d in lines(path)[1:]] == events
 
 
+def test_a_lone_surrogate_is_written_escaped_and_reads_back(tmp_path: Path) -> None:
+    events = [ev.RunStart(step=0, task="é \ud800"), ev.StepStart(step=1), ev.Thought(step=1, text="x \udfff y")]
+    path = tmp_path / "surrogate.jsonl"
+    write_trace(path, [events], header={"source": "file\udcff.traj"})  # an undecodable file name
+    assert b"\\ud800" in path.read_bytes() and b"\\udcff" in path.read_bytes()
+    header, *rest = lines(path)
+    assert header["source"] == "file\udcff.traj"
+    assert [ev.event_from_dict(d) for d in rest] == events
+
+
 def test_the_example_in_the_format_guide_is_what_a_recording_writes(tmp_path: Path, sample_plans: Path) -> None:
     guide = (Path(__file__).resolve().parents[1] / "docs" / "trace-format.md").read_text(encoding="utf-8")
     block = guide[guide.index('\n{"type":"header"') + 1:]

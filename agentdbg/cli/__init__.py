@@ -49,15 +49,20 @@ def _main_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from agentdbg.cli.terminal import safe_std_streams
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
-        parser, module = _subcommand_parser(argv[0])
-        args = parser.parse_args(argv[1:])
-        try:
-            return module.run(args)
-        except KeyboardInterrupt:
-            return 130
-    args = _main_parser().parse_args(argv)
+        # Whatever a subcommand prints (argparse's messages too) passes the output boundary.
+        with safe_std_streams():
+            parser, module = _subcommand_parser(argv[0])
+            args = parser.parse_args(argv[1:])
+            try:
+                return module.run(args)
+            except KeyboardInterrupt:
+                return 130
+    with safe_std_streams():
+        args = _main_parser().parse_args(argv)
     from agentdbg.cli import debug
 
     return debug.run(args)

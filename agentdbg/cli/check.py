@@ -194,7 +194,7 @@ def _print(result: dict[str, Any], names: list[str]) -> None:
         title.append(f"run {entry['run']}" if several else "run", style="bold")
         title.append(" · ")
         title.append(entry["name"], style="bold magenta")
-        title.append(f"  ({render.plural(entry['steps'], 'step')}, {entry['outcome']})", style="dim")
+        title.append(f"  ({render.plural(entry['steps'], 'step')}, {one_line(entry['outcome'], 200)})", style="dim")
         console.print(title, soft_wrap=True)
         rows = []
         for failure in entry["failures"]:

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         line = Text()
         line.append(one_line(plan.name, 80), style="bold")
         line.append(f": {render.plural(len(trace.steps), 'step')}, ")
-        line.append(outcome.status, style="bold green" if outcome.status == "answered" else "bold yellow")
+        line.append(one_line(outcome.status, 80), style="bold green" if outcome.status == "answered" else "bold yellow")
         if outcome.answer is not None:
             line.append(": ")
             line.append(one_line(outcome.answer, 200), style="bold")

@@ -3,7 +3,8 @@ rendering steps and states with rich (as plain ``Text``, never markup), and JSON
 
 Every string from a run is untrusted: it goes through ``agentdbg.text.sanitize`` and into
 ``rich.text.Text`` objects, so neither markup nor terminal control sequences in a trace can
-reach the terminal.
+reach the terminal; ``agentdbg.cli.terminal`` checks all that is written once more.
+JSON output escapes what could fool a terminal (``agentdbg.text.escape_json``).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Span, Text
 
+from agentdbg.cli.terminal import make_console as make_console
+from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
 from agentdbg.runs import Document
 from agentdbg.state import RunInfo, RunState, StepRecord
-from agentdbg.text import one_line, sanitize, shorten
+from agentdbg.text import escape_json, one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
 LABEL_STYLES = {
@@ -135,14 +138,9 @@ def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
-def make_console(file: TextIO | None = None) -> Console:
-    # Nothing from a run is ever interpreted: markup, emoji codes and highlighting are off.
-    return Console(file=file or sys.stdout, highlight=False, markup=False, emoji=False)
-
-
 def print_problems(problems: list, path: str, command: str, file: TextIO | None = None) -> None:
     """Problems found reading ``path`` (a damaged line, an odd record), as warnings on stderr."""
-    out = file or sys.stderr
+    out = terminal_stream(file or sys.stderr)
     problems = list(problems)
     for problem in problems[:MAX_PROBLEMS_SHOWN]:
         print(f"agentdbg {command}: warning: {one_line(str(problem), 500)}", file=out)
@@ -160,7 +158,7 @@ def quiet_broken_pipe() -> None:
 
 def fail(command: str, message: str) -> int:
     # Lines stay lines (a list of the formats tried reads better so); control sequences go.
-    print(f"agentdbg {command}: error: {shorten(message, 2000)}", file=sys.stderr)
+    print(f"agentdbg {command}: error: {shorten(message, 2000)}", file=terminal_stream(sys.stderr))
     return 2
 
 
@@ -168,7 +166,7 @@ def fail(command: str, message: str) -> int:
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(ev.jsonable(data), ensure_ascii=False)
+    return escape_json(json.dumps(ev.jsonable(data), ensure_ascii=False))
 
 
 def info_dict(info: RunInfo) -> dict[str, Any]:
@@ -214,7 +212,8 @@ def _clean(text: Any) -> str:
 def _pair(pair: Any, off: str = "") -> str:
     if isinstance(pair, list) and len(pair) == 2:
         value, limit = pair
-        return f"{value}/{limit}" if limit is not None else f"{value}{off}"
+        text = f"{value}/{limit}" if limit is not None else f"{value}{off}"
+        return text if isinstance(value, int) and isinstance(limit, (int, type(None))) else _clean(text)
     return _clean(pair)
 
 
@@ -339,7 +338,7 @@ def step_block(record: StepRecord, width: int) -> Text:
     rows: list[tuple[str, str, str | Text]] = []
     for label, text in record.transcript():
         if label == "Observation" and record.error is not None and record.error not in (text or ""):
-            rows.append(("", "Error", f"{record.error_kind}: {_clean(record.error)}"))
+            rows.append(("", "Error", f"{_clean(record.error_kind)}: {_clean(record.error)}"))
         rows.append(("", label, _clean(text)))
     if record.parse_error is not None:
         rows.insert(0, ("", "Error", f"parse error: {_clean(record.parse_error)}"))

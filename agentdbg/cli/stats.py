@@ -99,7 +99,7 @@ def _print(result: dict[str, Any]) -> None:
     if len(runs) > 1:
         console.print(_totals(runs), soft_wrap=True)
     if not runs:
-        console.print(Text(f"{result['path']}: no runs", style="dim"))
+        console.print(Text(f"{one_line(result['path'])}: no runs", style="dim"))
     sys.stdout.flush()
 
 
@@ -110,8 +110,8 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
     trips = "; ".join(f"step {t['step']}: {t['guard']}" for t in entry["guard_trips"])
     tokens = entry["tokens"]
     budget = f" of {tokens['budget']:,}" if isinstance(tokens["budget"], int) else ""
-    total = f"{tokens['total']:,}" if isinstance(tokens["total"], int) else str(tokens["total"])
-    outcome = Text(entry["outcome"], style="bold green" if entry["outcome"] == "answered" else "bold yellow")
+    total = f"{tokens['total']:,}" if isinstance(tokens["total"], int) else one_line(str(tokens["total"]), 60)
+    outcome = Text(one_line(entry["outcome"], 200), style="bold green" if entry["outcome"] == "answered" else "bold yellow")
     rows: list[tuple[str, str, str | Text]] = [
         ("", "steps", f"{entry['steps']:,}"),
         ("", "outcome", outcome),
@@ -136,7 +136,7 @@ def _totals(runs: list[dict[str, Any]]) -> Text:
     repeats = sum(entry["repeats"] for entry in runs)
     tokens = sum(entry["tokens"]["total"] or 0 for entry in runs if isinstance(entry["tokens"]["total"], int))
     line = Text("total", style="bold")
-    spread = ", ".join(f"{count} {outcome}" for outcome, count in sorted(outcomes.items(), key=lambda i: -i[1]))
+    spread = ", ".join(f"{count} {one_line(outcome, 60)}" for outcome, count in sorted(outcomes.items(), key=lambda i: -i[1]))
     line.append(f"  {render.plural(len(runs), 'run')} ({spread}); {render.plural(steps, 'step')}, "
                 f"{render.plural(errors, 'error')}, {render.plural(repeats, 'repeat')}, {tokens:,} tokens")
     return line

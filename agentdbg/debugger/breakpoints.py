@@ -230,7 +230,10 @@ class BreakpointSet:
         if self._tools:
             tool = getattr(record, "tool", None)
             if type(tool) is str:
-                found.extend(b for b in self._tools.get(tool, ()) if b.enabled)
+                bps = self._tools.get(tool)
+                if bps is None and not (tool.isascii() and tool.isprintable()):
+                    bps = self._tools.get(flat(tool))  # a name as shown: calc<U+200B>
+                found.extend(b for b in bps or () if b.enabled)
         for bp in self._filters:
             if bp.enabled and bp._filter.matches(record):
                 found.append(bp)
@@ -271,7 +274,7 @@ class BreakpointSet:
                 filter_tests.append(test)
         steps = {number for number, bp in self._steps.items() if bp.enabled}
         names = [name for name, bps in self._tools.items() if any(bp.enabled for bp in bps)]
-        may_call = quick.may_name(names) if names else None
+        may_call = quick.may_name(names, or_shown=True) if names else None
         need_quiet = any(self.auto.values())
 
         def cannot_stop(step: int, data: bytes) -> bool:

@@ -15,6 +15,9 @@ from types import ModuleType
 
 from agentdbg.importers import (
     anthropic_messages,
+    claude_code,
+    codex_rollout,
+    gemini_cli,
     langchain,
     openai_chat,
     openai_responses,
@@ -24,6 +27,7 @@ from agentdbg.importers import (
     react_paper,
     swe_agent,
     transcript,
+    vercel_ai,
 )
 from agentdbg.importers.base import (
     HEAD_BYTES,
@@ -33,12 +37,14 @@ from agentdbg.importers.base import (
     decode,
     read_head,
 )
+from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [
     otlp_proto,  # binary formats first
     react_paper, transcript, swe_agent,
-    openai_responses, langchain, otel_sdk,  # JSON with wrapper keys of their own, before the chat formats
+    codex_rollout, claude_code, gemini_cli, vercel_ai,  # JSON with wrapper keys of their own,
+    openai_responses, langchain, otel_sdk,              # before the chat formats
     openai_chat, anthropic_messages, otel_genai,
 ]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
@@ -123,6 +129,8 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
     result.problems[:0] = problems
+    if result.step_count == 0 and text.strip() and not result.holds_a_run():
+        raise NotImportable(nothing_read(str(path), name, result.unread, text, len(result.runs)))
     return name, result
 
 

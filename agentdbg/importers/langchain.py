@@ -243,25 +243,33 @@ def _messages(value: Any) -> list[dict]:
 
 
 def content_text(content: Any) -> str:
-    """Message content: a string, or its parts (text, thinking; tool_use parts are the
-    message's tool calls; others as ``[type]``)."""
+    """Message content as text: a string, or its parts (see ``content_parts``)."""
+    return "\n".join(t for t in content_parts(content)[1] if t)
+
+
+def content_parts(content: Any) -> tuple[list[str], list[str]]:
+    """(reasoning, text) of message content: a string, or its parts (text; thinking and
+    reasoning parts are reasoning; tool_use parts are the message's tool calls; others as
+    ``[type]``)."""
     if isinstance(content, str):
-        return content
+        return [], [content]
     if not isinstance(content, list):
-        return text_of(content)
-    texts = []
+        return [], [text_of(content)]
+    reasoning, texts = [], []
     for part in content:
         if isinstance(part, str):
             texts.append(part)
         elif isinstance(part, dict):
             kind = part.get("type")
-            if isinstance(part.get("text"), str):
+            if isinstance(part.get("thinking"), str):
+                reasoning.append(part["thinking"])
+            elif kind == "reasoning":
+                reasoning.append(content_text(part.get("summary")) if "summary" in part else text_of(part.get("text")))
+            elif isinstance(part.get("text"), str):
                 texts.append(part["text"])
-            elif isinstance(part.get("thinking"), str):
-                texts.append(part["thinking"])
             elif kind not in ("tool_use", "tool_call", "function_call"):
                 texts.append(f"[{text_of(kind) or 'part'}]")
-    return "\n".join(texts)
+    return reasoning, texts
 
 
 def _calls(ai: dict) -> list[Call]:
@@ -320,6 +328,7 @@ class _TraceReader:
         self.chat = ChatAssembler(self.builder, src, "langchain")
         self.model = ""
         self.text_turn: StepDraft | None = None
+        self.text_said = ""  # that turn's text, without its reasoning
 
     def read(self) -> list:
         root, builder = self.root, self.builder
@@ -362,7 +371,8 @@ class _TraceReader:
         steps = self.builder.steps
         last = steps[-1] if steps else None
         if last is not None and last.tool is None and last.parse_error is None and last.answer is None:
-            if last.thought.strip() == answer.strip():
+            said = self.text_said if last is self.text_turn else last.thought
+            if said.strip() == answer.strip():
                 return
             if answer.strip() in last.thought:
                 last.answer = answer
@@ -399,12 +409,13 @@ class _TraceReader:
             step.observation, step.observation_error = error, True
             self.text_turn = None
             return
-        texts = [content_text(ai.get("content"))] if ai else []
-        steps = chat.assistant(texts, _calls(ai) if ai else [], tokens)
+        reasoning, texts = content_parts(ai.get("content")) if ai else ([], [])
+        steps = chat.assistant(texts, _calls(ai) if ai else [], tokens, reasoning=reasoning)
         for other in others:
             builder.raw("langchain generation", other, f"another choice of {run.name!r}", current=True,
                         step=steps[0] if steps else None)
         self.text_turn = steps[0] if len(steps) == 1 and steps[0].tool is None and steps[0].parse_error is None else None
+        self.text_said = "\n".join(t for t in texts if t and t.strip())
 
     @staticmethod
     def _tokens(run: _Run, ai: dict | None, outputs: dict, llm_output: dict) -> int | None:
@@ -436,7 +447,7 @@ class _TraceReader:
         elif not call_id and chat.waiting_named(name):  # no id: the oldest call to this tool
             step = chat.reply("", text, error=failed, name=name)
         else:
-            call = Call(name, arguments, call_id, free_text=free)
+            call = Call(name, arguments, call_id, freeform=free)
             turn = self.text_turn
             if turn is not None and builder.steps and builder.steps[-1] is turn:
                 builder.steps.pop()  # the model wrote this call as text (a ReAct agent)

@@ -156,7 +156,6 @@ class _Run:
         self.chat = ChatAssembler(builder, src, "responses")
         self.turn: list[tuple[dict, int | None]] = []
         self.task_set = False
-        self.text_turns: dict[int, tuple[str, str]] = {}  # id(step) -> (reasoning, message)
 
     # items
 
@@ -237,22 +236,12 @@ class _Run:
 
     def _group(self, reasoning: list[str], said: list[str], calls: list[Call], tokens: int | None,
                line: int | None) -> list[StepDraft]:
-        steps = self.chat.assistant([*reasoning, *said], calls, tokens, line)
-        if not calls and steps:  # a text turn: its message, not its reasoning, may be the answer
-            self.text_turns[id(steps[0])] = ("\n".join(t for t in reasoning if t.strip()),
-                                             "\n".join(t for t in said if t.strip()))
-        return steps
+        # a text turn's message, not its reasoning, may be the answer; reasoning alone never
+        return self.chat.assistant(said, calls, tokens, line, reasoning=reasoning)
 
     def finish(self) -> None:
         self.end_turn()
         self.chat.finish()
-        last = self.builder.steps[-1] if self.builder.steps else None
-        if last is not None and last.answer is not None and id(last) in self.text_turns:
-            reasoning, message = self.text_turns[id(last)]
-            if message:
-                last.thought, last.answer = reasoning, message
-            else:  # reasoning alone answers nothing
-                last.thought, last.answer = last.answer, None
 
 
 def _kind(item: dict) -> str:
@@ -305,7 +294,7 @@ def _paired_call(kind: str, item: dict) -> Call:
     if kind == "function_call":
         return Call(text_of(item.get("name")) or "?", item.get("arguments"), call_id)
     if kind == "custom_tool_call":
-        return Call(text_of(item.get("name")) or "?", text_of(item.get("input")), call_id, free_text=True)
+        return Call(text_of(item.get("name")) or "?", text_of(item.get("input")), call_id, freeform=True)
     arguments = item.get("operation") if kind == "apply_patch_call" else item.get("action")
     return Call(kind.removesuffix("_call"), arguments if isinstance(arguments, dict) else {}, call_id)
 

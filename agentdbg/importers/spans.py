@@ -115,6 +115,10 @@ def convert_spans(src: Source, spans: list[Span], policy: str = "OpenTelemetry G
     is a final output the container recorded beside the spans (any-agent's), the last
     run's answer."""
     result = ImportResult(problems=src.problems)
+    if spans and not any(span.role != "other" for span in spans):
+        result.unread = (f"none of its {len(spans)} spans is an agent, a model call or a tool call "
+                         "(gen_ai.operation.name, indexed gen_ai.prompt / gen_ai.completion attributes, "
+                         "Traceloop's or Monocle's span kinds)")
     runs = group_runs(spans)
     for index, (agent, members) in enumerate(runs):
         reader = _RunReader(src, agent, policy)
@@ -290,6 +294,7 @@ class _RunReader:
         self.chat = ChatAssembler(self.builder, src, "otel")
         self.model = ""
         self.text_turn: StepDraft | None = None  # the step the last model turn made, text only
+        self.text_said = ""  # that turn's text, without its reasoning
         self.step_of: dict[str, StepDraft] = {}  # span id -> the step it made or answered
 
     def read(self, members: list[Span], answer: Any = None) -> list:
@@ -369,7 +374,7 @@ class _RunReader:
         steps = self.builder.steps
         last = steps[-1] if steps else None
         if last is not None and last.tool is None and last.parse_error is None and last.answer is None:
-            if _same(last.thought, answer):
+            if _same(self.text_said if last is self.text_turn else last.thought, answer):
                 return
             if answer.strip() and answer.strip() in last.thought:
                 last.answer = answer
@@ -397,6 +402,7 @@ class _RunReader:
                 chat.reply(prompt["tool_call_id"], prompt["content"])
         self._tool_definitions(attrs)
         texts: list[str] = []
+        reasoning: list[str] = []  # in the thought, never in a final answer
         calls: list[Call] = []
         extras: list[tuple[str, Any, str]] = []  # kept raw with the turn's first step
         outputs = _messages(attrs.get("gen_ai.output.messages"))
@@ -405,7 +411,7 @@ class _RunReader:
             for part in _parts(outputs[0]):
                 kind = part.get("type")
                 if kind in ("text", "reasoning"):
-                    texts.append(text_of(part.get("content")))
+                    (texts if kind == "text" else reasoning).append(text_of(part.get("content")))
                 elif kind == "tool_call":
                     calls.append(Call(text_of(part.get("name")) or "?", part.get("arguments"), text_of(part.get("id"))))
                 else:
@@ -420,12 +426,13 @@ class _RunReader:
             self._any_agent_output(attrs.get("gen_ai.output"), texts, calls)
         elif attrs.get("span.type"):
             self._monocle_output(span, texts, calls)
-        steps = chat.assistant(texts, calls, _span_tokens(span))
+        steps = chat.assistant(texts, calls, _span_tokens(span), reasoning=reasoning)
         for source, data, note in extras:
             builder.raw(source, data, note, current=True, step=steps[0] if steps else None)
         if steps and span.id:
             self.step_of[span.id] = steps[0]
         self.text_turn = steps[0] if len(steps) == 1 and steps[0].tool is None and steps[0].parse_error is None else None
+        self.text_said = "\n".join(t for t in texts if t and t.strip())
 
     def _tool_definitions(self, attrs: dict) -> None:
         definitions = _json(attrs.get("gen_ai.tool.definitions"))
@@ -493,7 +500,7 @@ class _RunReader:
         elif not call_id and chat.waiting_named(name):  # replies without ids go to calls in order
             step = chat.reply("", text, error=failed, name=name)
         else:
-            call = Call(name, arguments, call_id, free_text=free)
+            call = Call(name, arguments, call_id, freeform=free)
             turn = self.text_turn
             if turn is not None and builder.steps and builder.steps[-1] is turn and turn.tool is None:
                 # the turn before announced this call in its text only (a ReAct turn)

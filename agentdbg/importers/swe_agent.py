@@ -85,7 +85,8 @@ def _dig(value: Any, *keys: str) -> Any:
 
 
 _DOC_TOOL = re.compile(r"^(\S+):\n((?:[ \t]+.*\n?|\n)*)", re.M)
-_DOC_ARG = re.compile(r"^\s*-\s*(\S+)\s*\((\w+)\)", re.M)
+# Spaces, not \s: "^\s*" would run over every blank line below each line start (quadratic).
+_DOC_ARG = re.compile(r"^[ \t]*-[ \t]*(\S+)[ \t]*\((\w+)\)", re.M)
 _DOC_TYPES = {"string": "str", "integer": "int", "number": "number", "boolean": "bool",
               "array": "array", "object": "object"}
 
@@ -109,12 +110,22 @@ def _task(data: dict, config: dict) -> str:
     for message in history if isinstance(history, list) else []:
         if isinstance(message, dict) and message.get("role") == "user":
             text = openai_chat.content_text(message.get("content"))
-            issue = re.search(r"ISSUE:\n(.*?)\n+INSTRUCTIONS:", text, re.S)
-            return issue.group(1) if issue else text
+            return _issue(text)
     statement = config.get("problem_statement")
     if isinstance(statement, dict):
         return text_of(statement.get("text") or statement.get("id") or statement.get("github_url"))
     return ""
+
+
+def _issue(text: str) -> str:
+    """The issue between "ISSUE:" and "INSTRUCTIONS:" in SWE-agent's first prompt, or the
+    whole text. Found with str.find: a lazy regex over it is quadratic on long input."""
+    start = text.find("ISSUE:\n")
+    if start == -1:
+        return text
+    start += len("ISSUE:\n")
+    end = text.find("\nINSTRUCTIONS:", start)
+    return text if end == -1 else text[start:end].rstrip("\n")
 
 
 def _model_stats(info: dict) -> tuple[int | None, str]:

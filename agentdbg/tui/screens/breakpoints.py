@@ -98,7 +98,7 @@ class BreakpointScreen(ModalScreen[None]):
             if event.value == "step" and self.current_step:
                 spec.value = str(self.current_step)
             elif event.value == "tool" and self.current_tool:
-                spec.value = self.current_tool
+                spec.value = one_line(self.current_tool)  # as shown: a tool breakpoint matches it
 
     @on(Input.Submitted, "#bp-spec")
     @on(Button.Pressed, "#bp-add-button")

@@ -174,3 +174,19 @@ def test_real_langsmith_upload_batches():
         assert run.end.answer == payload["patch"][0]["outputs"]["choices"][0]["message"]["content"]
         assert run.records[0].step_tokens == tokens == payload["patch"][0]["outputs"]["usage_metadata"]["total_tokens"]
         assert result.raw_count == 0 and result.problems == []
+
+
+def test_real_agx_export_with_older_messages():
+    path = REAL / "agx" / "sample_langchain_export.json"
+    name, result, [run] = convert(path)
+    assert name == "langchain"
+    assert run.info.name == "AgentExecutor"
+    assert run.info.task == "List files in the current directory and tell me what's there."
+    assert run.info.policy == "recorded: gpt-5 (LangChain runs)"
+    # a tool run without a call id answers the waiting call to its tool
+    assert tools_called(run) == ["list_dir", None]
+    assert [e.id for e in run.records[0].events if e.type == "action"] == ["call_synth_001"]
+    assert run.records[0].observation == "README.md\nCargo.toml\nsrc/\n"
+    assert [r.step_tokens for r in run.records] == [165, 210]  # llm_output.token_usage
+    assert run.end.answer == "The directory contains README.md, Cargo.toml, and a src/ folder."
+    assert result.raw_count == 0 and result.problems == []

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from test_import_support import convert, counters, fixture, markers, problems_text, tools_called
+from test_import_support import (
+    IMPORT_FIXTURES,
+    convert,
+    counters,
+    fixture,
+    markers,
+    problems_text,
+    tools_called,
+)
 
 from agentdbg.importers import otel_genai
 
@@ -125,3 +133,20 @@ def test_openllmetry_indexed_prompt_and_completion_attributes():
     assert run.records[2].raw[0].note == "another choice of 'openai.chat'"
     assert run.records[2].raw[0].data["content"] == "It ships tomorrow."
     assert result.problems == []
+
+
+def test_real_indexed_attributes_from_agx():
+    path = IMPORT_FIXTURES / "real" / "otel-genai" / "agx" / "sample_otel_json_traces.json"
+    name, result, [run] = convert(path)
+    assert name == "otel-genai"
+    assert run.info.task == "List files in the current directory."  # gen_ai.prompt.0.content
+    assert run.info.policy == "recorded: gpt-5 (OpenTelemetry GenAI spans)"
+    # the first turn announced the tool in its text only (gen_ai.completion.0.content): the
+    # tool span no turn asked for is that turn's action
+    assert tools_called(run) == ["list_dir", None]
+    assert run.records[0].thought == "I'll list the files using the list_dir tool."
+    assert run.records[0].args == {"path": "."}
+    assert run.records[0].observation == "README.md\nCargo.toml\nsrc/\n"
+    assert [r.step_tokens for r in run.records] == [120 + 45, 180 + 30]
+    assert run.end.answer == "The directory contains README.md, Cargo.toml, and a src/ folder."
+    assert result.raw_count == 0 and result.problems == []

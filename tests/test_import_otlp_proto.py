@@ -227,3 +227,13 @@ def _reads_or_refuses(data: bytes) -> None:
         return
     for events in result.runs:
         assert isinstance(events[0], ev.RunStart) and isinstance(events[-1], ev.RunEnd)
+
+
+def test_real_genai_spans_in_binary_read_as_their_json_twin():
+    binary = IMPORT_FIXTURES / "real" / "otlp-protobuf" / "agx" / "agx_sample_genai.pb"
+    twin = IMPORT_FIXTURES / "real" / "otel-genai" / "agx" / "sample_otel_json_traces.json"
+    name, result, [run] = convert(binary)
+    assert name == "otlp-protobuf"
+    assert _without_raw_data(result.runs) == _without_raw_data(convert(twin)[1].runs)
+    assert tools_called(run) == ["list_dir", None]
+    assert run.end.answer == "The directory contains README.md, Cargo.toml, and a src/ folder."

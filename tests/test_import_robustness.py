@@ -61,6 +61,51 @@ TRAJECTORY = st.fixed_dictionaries({
     "trajectory": st.lists(st.one_of(LEAF, st.fixed_dictionaries({"action": LEAF, "observation": LEAF,
                                                                   "thought": LEAF})), max_size=4),
     "history": st.lists(MESSAGE, max_size=3), "info": VALUES, "replay_config": st.one_of(VALUES, st.text(max_size=4))})
+# Near the evaluation harnesses' shapes (Inspect logs, OpenHands events, tau-bench records,
+# mini-swe-agent trajectories), every field free to be of the wrong type.
+EVAL_MESSAGE = st.fixed_dictionaries({
+    "role": st.sampled_from(["user", "assistant", "tool", "system", "exit", None]),
+    "id": LEAF, "source": st.sampled_from(["input", "generate", None]),
+    "content": st.one_of(LEAF, st.sampled_from(["```bash\nls\n```", "<returncode>1</returncode>\nx"]),
+                         st.lists(st.one_of(BLOCK, st.fixed_dictionaries({"type": st.just("reasoning"),
+                                                                           "reasoning": LEAF, "redacted": LEAF})),
+                                  max_size=2)),
+    "tool_calls": st.one_of(LEAF, st.lists(st.fixed_dictionaries({
+        "id": LEAF, "function": st.one_of(LEAF, st.fixed_dictionaries({"name": LEAF, "arguments": VALUES})),
+        "arguments": VALUES, "parse_error": LEAF}), max_size=2)),
+    "tool_call_id": LEAF, "error": st.one_of(LEAF, st.fixed_dictionaries({"type": LEAF, "message": LEAF})),
+    "extra": VALUES})
+INSPECT_EVENT = st.fixed_dictionaries({
+    "event": st.sampled_from(["model", "tool", "score", None]), "id": LEAF, "tools": VALUES,
+    "output": st.one_of(VALUES, st.fixed_dictionaries({"choices": st.lists(st.fixed_dictionaries(
+        {"message": st.one_of(VALUES, EVAL_MESSAGE)}), max_size=1), "usage": VALUES})),
+    "result": VALUES, "error": VALUES})
+INSPECT = st.fixed_dictionaries({
+    "version": st.just(2), "status": LEAF, "error": VALUES, "plan": VALUES,
+    "eval": st.one_of(VALUES, st.fixed_dictionaries({"task": LEAF, "model": LEAF, "dataset": VALUES})),
+    "samples": st.one_of(LEAF, st.lists(st.one_of(LEAF, st.fixed_dictionaries({
+        "id": LEAF, "epoch": LEAF, "input": st.one_of(LEAF, st.lists(EVAL_MESSAGE, max_size=2)), "target": VALUES,
+        "messages": st.one_of(LEAF, st.lists(EVAL_MESSAGE, max_size=4)),
+        "events": st.one_of(LEAF, st.lists(INSPECT_EVENT, max_size=4)), "scores": VALUES,
+        "model_usage": VALUES, "error": VALUES, "limit": VALUES, "attachments": VALUES})), max_size=3))})
+OPENHANDS_EVENT = st.fixed_dictionaries({
+    "id": LEAF, "source": st.sampled_from(["agent", "user", "environment"]), "cause": LEAF,
+    "action": st.sampled_from(["run", "message", "finish", "system", "think", "recall", None]),
+    "observation": st.sampled_from(["run", "error", "agent_state_changed", None]),
+    "args": VALUES, "content": LEAF, "extras": VALUES, "message": LEAF, "llm_metrics": VALUES,
+    "tool_call_metadata": st.one_of(VALUES, st.fixed_dictionaries({
+        "function_name": LEAF, "tool_call_id": LEAF,
+        "model_response": st.one_of(VALUES, st.fixed_dictionaries({"id": LEAF, "usage": VALUES, "choices": VALUES}))}))})
+OPENHANDS = st.one_of(st.lists(OPENHANDS_EVENT, max_size=6), st.fixed_dictionaries({
+    "instance_id": LEAF, "history": st.lists(OPENHANDS_EVENT, max_size=5), "metadata": VALUES,
+    "metrics": VALUES, "error": LEAF, "test_result": VALUES, "instruction": LEAF}))
+TAU = st.lists(st.one_of(LEAF, st.fixed_dictionaries({
+    "task_id": LEAF, "reward": LEAF, "trial": LEAF, "info": VALUES,
+    "traj": st.one_of(LEAF, st.lists(EVAL_MESSAGE, max_size=5))})), max_size=3)
+MINI = st.fixed_dictionaries({
+    "trajectory_format": st.just("mini-swe-agent-1"), "info": VALUES, "instance_id": LEAF,
+    "messages": st.one_of(LEAF, st.lists(EVAL_MESSAGE, max_size=6))})
+
 LINES = st.lists(st.sampled_from([
     "Question: q", "Claim: c", "Thought: t", "Action: a[b]", "Action: x: y", "Action Input: {", "Observation: o",
     "Final Answer: f", "Answer: a", "Thought 1: t", "Action 1: Search[x]", "Action 2: ", "Finish[x]",
@@ -181,6 +226,18 @@ def test_json_near_each_format(value):
 
 
 @SETTINGS
+@given(st.one_of(INSPECT, OPENHANDS, TAU, MINI))
+def test_json_near_each_evaluation_format(value):
+    _every_importer_copes_with(json.dumps(value))
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.lists(OPENHANDS, min_size=2, max_size=3))
+def test_evaluation_output_lines(instances):
+    _every_importer_copes_with("\n".join(json.dumps(i) for i in instances))
+
+
+@SETTINGS
 @given(st.one_of(st.lists(SDK_SPAN, max_size=5), st.fixed_dictionaries({
     "spans": st.lists(SDK_SPAN, max_size=5), "final_output": VALUES}), RESPONSES, LANGCHAIN))
 def test_json_near_the_span_and_run_formats(value):
@@ -253,6 +310,21 @@ BAD_USAGE = [
         {"type": "gemini", "content": "b", "tokens": {"input": True, "output": 7}}]}),
     ("vercel-ai-sdk", {"steps": [{"text": "a", "usage": {"totalTokens": -50}},
                                  {"text": "b", "usage": {"promptTokens": True, "completionTokens": 7}}]}),
+    ("inspect-ai", {"version": 2, "eval": {"task": "t"}, "samples": [{
+        "id": 1, "input": "q", "messages": [{"role": "user", "content": "q"},
+                                            {"role": "assistant", "id": "a", "content": "x"},
+                                            {"role": "assistant", "id": "b", "content": "y"}],
+        "events": [{"event": "model", "output": {"choices": [{"message": {"id": "a"}}], "usage": {"total_tokens": -50}}},
+                   {"event": "model", "output": {"choices": [{"message": {"id": "b"}}],
+                                                 "usage": {"input_tokens": True, "output_tokens": 7}}}]}]}),
+    ("openhands", [{"id": 0, "source": "user", "action": "message", "args": {"content": "q"}}] + [
+        {"id": n, "source": "agent", "action": "message", "args": {"content": text},
+         "tool_call_metadata": {"model_response": {"id": f"r{n}", "usage": usage}}}
+        for n, text, usage in ((1, "a", {"total_tokens": -50}), (2, "b", {"prompt_tokens": True, "completion_tokens": 7}))]),
+    ("mini-swe-agent", {"trajectory_format": "mini-swe-agent-1", "info": {}, "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "extra": {"response": {"usage": {"total_tokens": -50}}}},
+        {"role": "assistant", "content": "b", "extra": {"response": {"usage": {"prompt_tokens": True, "completion_tokens": 7}}}}]}),
     ("otel-sdk", [{"name": "chat", "context": {"trace_id": "0x1", "span_id": f"0x{n}"}, "kind": "SpanKind.CLIENT",
                    "start_time": f"2026-01-01T00:00:0{n}Z", "attributes": {
                        "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": tokens,

@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="the plan to run (TOML with a [policy] table)")
     parser.add_argument("-o", "--output", required=True, metavar="TRACE", help="the trace file to write (JSON Lines)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+    parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
     parser.add_argument("--force", action="store_true", help="replace TRACE if it exists")
     parser.add_argument("--append", action="store_true", help="add the run to an existing trace (a file may hold several runs)")
     parser.add_argument("--fsync", action="store_true", help="force each step to disk as it ends (slower; survives power loss)")
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if _same_file(output, plan_path):
         return render.fail("record", f"{output}: the trace would overwrite the plan")
     try:
-        plan = load_plan(plan_path, allow_code=args.allow_code)
+        plan = load_plan(plan_path, allow_code=args.allow_code, allow_network=args.allow_network)
     except ValueError as exc:  # PlanError: says file, line and what
         return render.fail("record", str(exc))
     # Opened once and locked before anything in it is checked, emptied or appended to.

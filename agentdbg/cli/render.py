@@ -55,13 +55,15 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")
     parser.add_argument("--format", metavar="NAME", help="read FILE as this format instead of detecting it (plan, trace, or an importer's name)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+    parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
 
 
 def open_input(args: argparse.Namespace) -> Document:
     from agentdbg.documents import open_document
 
     try:
-        return open_document(args.file, format=args.format, allow_code=args.allow_code, live=False)
+        return open_document(args.file, format=args.format, allow_code=args.allow_code,
+                             allow_network=getattr(args, "allow_network", False), live=False)
     except ModuleNotFoundError as exc:  # no importers in this installation
         if exc.name and exc.name.startswith("agentdbg.importers"):
             raise InputError(f"{args.file}: not an agentdbg trace or plan") from None

@@ -17,9 +17,26 @@ class Policy:
 
     format: str = "bracket"
     kind: str = "policy"
+    # True when ``reported_tokens`` gives what a call really cost (a model API's usage).
+    reports_usage: bool = False
+    # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,
+    # say) in the trace as it happens, as a raw event of the step.
+    on_note: Callable[[str, dict], None] | None = None
 
     def reset(self) -> None:
         """Start again from the beginning, for a new run."""
+
+    def bind_tools(self, specs: Sequence[dict]) -> None:
+        """The tools of the run about to start (``ToolRegistry.specs()``), before its first
+        step: a policy that calls a model documents them in its system prompt."""
+
+    def reported_tokens(self) -> int | None:
+        """Tokens the last ``respond`` really cost (prompt and output, as a model API reports
+        its usage), or None when unknown: the loop then estimates them."""
+        return None
+
+    def cancel(self) -> None:
+        """Asked from another thread to abandon a ``respond`` in progress (a slow model call)."""
 
     @property
     def exhausted(self) -> bool:

@@ -18,14 +18,18 @@ from agentdbg.importers import (
     claude_code,
     codex_rollout,
     gemini_cli,
+    inspect_ai,
     langchain,
+    mini_swe_agent,
     openai_chat,
     openai_responses,
+    openhands,
     otel_genai,
     otel_sdk,
     otlp_proto,
     react_paper,
     swe_agent,
+    tau_bench,
     transcript,
     vercel_ai,
 )
@@ -41,8 +45,9 @@ from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [
-    otlp_proto,  # binary formats first
+    inspect_ai, otlp_proto,  # binary formats first (inspect-ai: zipped .eval logs, and its .json logs)
     react_paper, transcript, swe_agent,
+    openhands, tau_bench, mini_swe_agent,
     codex_rollout, claude_code, gemini_cli, vercel_ai,  # JSON with wrapper keys of their own,
     openai_responses, langchain, otel_sdk,              # before the chat formats
     openai_chat, anthropic_messages, otel_genai,
@@ -86,7 +91,7 @@ def detect(path: str | Path) -> str:
     head = _head(path)
     if not head.strip():
         raise NotImportable(f"{path}: the file is empty")
-    # A binary format (OTLP protobuf: 0x0a or a size first) needs the bytes themselves.
+    # A binary format (OTLP protobuf: 0x0a or a size first; a zip) needs the bytes themselves.
     binary = head[:1] in ("\n", "\x00") or "\ufffd" in head
     verdicts = sniff_all(_raw_head(path) if binary else head, str(path))
     for name, ok, _ in verdicts:

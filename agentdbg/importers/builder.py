@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentdbg.engine import events as ev
+from agentdbg.engine.guards import GuardSet, unreadable_signature
 from agentdbg.engine.parsers import Action
 
 
@@ -58,7 +59,7 @@ class StepDraft:
         if self.tool is not None:
             return Action("", self.tool, self.args).signature()
         if self.parse_error is not None:
-            return "\x01unreadable\x00" + (self.output or self.call).strip()
+            return unreadable_signature(self.output or self.call)[0]
         return None
 
     def reply(self, text: str, error: bool = False, call_id: str = "") -> None:
@@ -139,25 +140,17 @@ class RunBuilder:
         if self._pending:
             self.steps[-1].raw.extend(self._pending)
             self._pending = []
-        seen: dict[str, int] = {}
-        streak = 0
-        total = 0
+        guards = GuardSet.counting(self.max_steps)  # the engine's counters, no limit enforced
         has_usage = any(s.tokens is not None for s in self.steps)
         last = len(self.steps)
         for n, draft in enumerate(self.steps, 1):
             events.extend(_step_events(n, draft))
-            signature = draft.signature()
-            repeats = 0
-            if signature is not None:
-                repeats = seen[signature] = seen.get(signature, 0) + 1
-            if draft.observation is not None or draft.is_error:
-                streak = streak + 1 if draft.is_error else 0
-            total += draft.tokens or 0
+            guards.decide(draft.tokens or 0, draft.signature())
+            if draft.observation is not None or draft.is_error:  # a call never answered moves no streak
+                guards.observed(draft.is_error)
             if n == last and not has_usage and total_tokens is not None:
-                total = total_tokens
-            events.append(ev.GuardCounters(
-                step=n, steps=[n, self.max_steps], repeats=[repeats, None], errors=[streak, None],
-                tokens=[total, None], step_tokens=draft.tokens or 0))
+                guards.tokens.used = total_tokens
+            events.append(guards.counters(n, draft.tokens or 0))
         if guard is not None:
             events.append(ev.GuardTripped(step=last, guard=guard, message=message))
         events.append(ev.RunEnd(step=last, outcome=outcome, answer=answer, steps=last,

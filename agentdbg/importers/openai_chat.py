@@ -51,6 +51,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return False, "has a trajectory/history: a SWE-agent file"
     if responses_marker(shape):
         return False, f"{responses_marker(shape)}: OpenAI Responses, not Chat Completions"
+    if shape.has("trajectory_format") or shape.has("info", "mini_version") or shape.has("info", "exit_status"):
+        return False, "messages beside a run's info: a mini-swe-agent trajectory"
     if shape.has("system") and shape.has("messages"):
         return False, "a top-level system prompt beside the messages: Anthropic Messages"
     if shape.has("sessionId") and shape.has("projectHash"):

@@ -156,6 +156,9 @@ class DebuggerApp(App[None]):
             self._quitting = True  # and a job not started yet never starts
         self.workers.cancel_group(self, "session")
         if self.document is not None:
+            for run in self.document.runs:  # a step waiting on a model call gives up at once
+                if callable(getattr(run, "cancel", None)):
+                    run.cancel()
             self.close_when_idle(self.document)  # stops a file's indexing thread
 
     def close_when_idle(self, document: Document) -> None:

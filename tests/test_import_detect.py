@@ -26,6 +26,10 @@ EXPECTED_FORMAT = {
     "openhands": "openhands",
     "tau-bench": "tau-bench",
     "mini-swe-agent": "mini-swe-agent",
+    "otel-sdk": "otel-sdk",
+    "otlp-protobuf": "otlp-protobuf",
+    "openai-responses": "openai-responses",
+    "langchain": "langchain",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

@@ -2,8 +2,9 @@
 
 One module per format, each with ``NAME``, ``DESCRIPTION``, ``sniff(head, path) ->
 (ok, reason)`` (a cheap look at the first bytes; a refusal says why) and
-``convert(source, path=None) -> ImportResult``. Detection is by content, never by the
-file's extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
+``convert(source, path=None) -> ImportResult``; a binary format (``BINARY = True``) is
+given the file's bytes instead of its text. Detection is by content, never by the file's
+extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
 See docs/importers.md for what maps to what.
 """
 
@@ -18,10 +19,14 @@ from agentdbg.importers import (
     codex_rollout,
     gemini_cli,
     inspect_ai,
+    langchain,
     mini_swe_agent,
     openai_chat,
+    openai_responses,
     openhands,
     otel_genai,
+    otel_sdk,
+    otlp_proto,
     react_paper,
     swe_agent,
     tau_bench,
@@ -39,10 +44,14 @@ from agentdbg.importers.base import (
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [inspect_ai, react_paper, transcript, swe_agent,
-                             openhands, tau_bench, mini_swe_agent,
-                             codex_rollout, claude_code, gemini_cli, vercel_ai,
-                             openai_chat, anthropic_messages, otel_genai]
+FORMATS: list[ModuleType] = [
+    inspect_ai, otlp_proto,  # binary formats first (inspect-ai: zipped .eval logs, and its .json logs)
+    react_paper, transcript, swe_agent,
+    openhands, tau_bench, mini_swe_agent,
+    codex_rollout, claude_code, gemini_cli, vercel_ai,  # JSON with wrapper keys of their own,
+    openai_responses, langchain, otel_sdk,              # before the chat formats
+    openai_chat, anthropic_messages, otel_genai,
+]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
@@ -82,7 +91,9 @@ def detect(path: str | Path) -> str:
     head = _head(path)
     if not head.strip():
         raise NotImportable(f"{path}: the file is empty")
-    verdicts = sniff_all(head, str(path))
+    # A binary format (OTLP protobuf: 0x0a or a size first; a zip) needs the bytes themselves.
+    binary = head[:1] in ("\n", "\x00") or "\ufffd" in head
+    verdicts = sniff_all(_raw_head(path) if binary else head, str(path))
     for name, ok, _ in verdicts:
         if ok:
             return name
@@ -94,6 +105,14 @@ def detect(path: str | Path) -> str:
 def _head(path: Path) -> str:
     try:
         return read_head(path, HEAD_BYTES)
+    except OSError as exc:
+        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _raw_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES)
     except OSError as exc:
         raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
 

@@ -2,19 +2,21 @@
 
 Detection is by content, never by running anything: a TOML file with a [policy] table is a
 plan (run live by the engine), a file whose first line is an agentdbg trace header is a
-trace (read by offset), anything else is offered to the importers.
+trace (read by offset), anything else is offered to the importers. Only regular files are
+read (``agentdbg.files``): a named pipe or a device is refused before anything reads it,
+and so are an empty file and a binary one, in one line each.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from agentdbg.files import OpenError, looks_binary, read_head
 from agentdbg.plans import Plan, load_plan, looks_like_plan
 from agentdbg.runs import Document, EventRun, LiveRun
 
-
-class OpenError(ValueError):
-    """The input cannot be opened at all (says which file and why)."""
+__all__ = ["OpenError", "open_document", "plan_document", "run_plan_to_end"]
+HEAD_BYTES = 64 * 1024  # what telling a trace or a binary file apart looks at
 
 
 def plan_document(plan: Plan, path: str = "") -> Document:
@@ -32,16 +34,18 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
                   allow_network: bool = False, live: bool = True) -> Document:
     """Open ``path``; ``format`` forces an importer (or "plan" / "trace")."""
     path = Path(path)
-    if not path.exists():
-        raise OpenError(f"{path}: no such file")
-    if path.is_dir():
-        raise OpenError(f"{path}: is a directory; give a trace, a plan or a saved run")
+    head = read_head(path, HEAD_BYTES, what="a trace, a plan or a saved run")
+    if not head:
+        raise OpenError(f"{path}: is empty")
+    from agentdbg.trace import reader
+
+    is_trace = reader.looks_like_trace(head)
+    if not is_trace and looks_binary(head):  # said once, instead of every format's refusal
+        raise OpenError(f"{path}: is a binary file (not text)")
     if format == "plan" or (format is None and looks_like_plan(path)):
         plan = load_plan(path, allow_code=allow_code, allow_network=allow_network)
         return plan_document(plan, str(path)) if live else run_plan_to_end(plan, str(path))
-    from agentdbg.trace import reader
-
-    if format == "trace" or (format is None and reader.sniff(path)):
+    if format == "trace" or (format is None and is_trace):
         return reader.open_trace(path)
     from agentdbg import importers
 

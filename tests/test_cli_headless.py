@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from test_cli_support import run_guarded
 
 from agentdbg import importers
 from agentdbg.cli import main
@@ -330,6 +332,76 @@ def test_unusable_input_exits_2_with_a_clear_message(tmp_path: Path, capsys, com
     binary.write_bytes(bytes(range(256)) * 10)
     code, _, err = run_cli(capsys, command, binary)
     assert code == 2 and str(binary) in err
+
+
+FORMATS = ["plan", "trace", *importers.BY_NAME]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
+                    reason="needs named pipes and /dev/zero")
+def test_pipes_and_devices_are_refused_by_every_command_and_format_without_reading(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "converted.jsonl"
+    inputs = {}
+    for name in ("run.jsonl", "plan.toml", "notes.txt"):
+        os.mkfifo(tmp_path / f"fifo-{name}")
+        (tmp_path / f"zero-{name}").symlink_to("/dev/zero")
+        inputs[tmp_path / f"fifo-{name}"] = "is a named pipe (FIFO)"
+        inputs[tmp_path / f"zero-{name}"] = "is a character device"
+    commands = []
+    for path in inputs:
+        commands += [["show", path], ["stats", path], ["check", path], ["convert", path, "-o", out]]
+        for name in FORMATS:
+            commands += [["show", path, "--format", name]]
+            if name in importers.BY_NAME:
+                commands.append(["convert", path, "--format", name, "-o", out])
+    for argv, (code, stdout, err) in zip(commands, run_guarded(*commands), strict=True):
+        path = next(arg for arg in argv if isinstance(arg, Path))
+        assert code == 2 and f"{path}: {inputs[path]}, not a regular file" in err, (argv, err)
+        assert len(err.splitlines()) == 1 and stdout == "", (argv, err)
+    assert not out.parent.exists()
+
+
+def test_symlinks_to_regular_files_open_normally(tmp_path: Path, sample_plans: Path, capsys) -> None:
+    trace = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", sample_plans / "library_good.toml", "-o", trace, "-q")[0] == 0
+    for target, name in ((trace, "link.jsonl"), (sample_plans / "library_good.toml", "link.toml")):
+        link = tmp_path / name
+        link.symlink_to(target)
+        assert stats_of(capsys, link)[0]["answer"] == "2"
+
+
+def test_a_plan_larger_than_a_plan_can_be_is_refused_with_its_size(tmp_path: Path, sample_plans: Path,
+                                                                   capsys) -> None:
+    big = tmp_path / "big.toml"
+    padding = "# " + "x" * 1000 + "\n"
+    big.write_text((sample_plans / "library_good.toml").read_text() + padding * 5200)
+    for argv in (["show", big], ["stats", big, "--format", "plan"], ["record", big, "-o", tmp_path / "o.jsonl"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and f"{big}: is 5.0 MiB; plans are at most 4.0 MiB" in err, argv
+
+
+def test_an_imported_file_over_the_import_limit_is_refused_with_its_size(tmp_path: Path, capsys,
+                                                                         monkeypatch) -> None:
+    from agentdbg.importers import base
+
+    monkeypatch.setattr(base, "MAX_IMPORT_BYTES", 4096)  # the limit is one named constant
+    path = tmp_path / "run.log"
+    path.write_text("Question: q\n" + "Thought 1: think\nAction 1: Search[x]\nObservation 1: y\n" * 100)
+    for argv in (["show", path], ["check", path, "--format", "react-paper"], ["convert", path, "-o", tmp_path / "o.jsonl"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and f"{path}: is 5.3 KiB; runs saved by other agent stacks are read whole, at most 4.0 KiB" in err
+
+
+def test_a_binary_file_is_refused_in_one_line_whatever_the_format(tmp_path: Path, capsys) -> None:
+    blob = tmp_path / "blob.json"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    commands = [["show", blob], ["stats", blob], ["check", blob], ["convert", blob, "-o", tmp_path / "o.jsonl"]]
+    commands += [["show", blob, "--format", name] for name in FORMATS]
+    commands += [["convert", blob, "--format", name, "-o", tmp_path / "o.jsonl"] for name in importers.BY_NAME]
+    for argv in commands:
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.endswith(f"{blob}: is a binary file (not text)\n"), (argv, err)
+        assert len(err.splitlines()) == 1, (argv, err)
 
 
 def test_a_plan_that_runs_code_needs_allow_code(sample_plans: Path, capsys) -> None:

@@ -398,8 +398,8 @@ def test_a_header_only_file_has_no_runs_and_no_problems(tmp_path: Path) -> None:
     "content, message",
     [
         (b"", "empty file"),
-        (bytes(range(256)) * 40, "binary data"),
-        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary data"),
+        (bytes(range(256)) * 40, "is a binary file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is a binary file"),
         (b"hello, world\n", "line 1 should be the header"),
         (b'{"type":"header","format":"other-tool","version":1}\n', "line 1 should be the header"),
         (b"[1, 2, 3]\n", "line 1 should be the header"),
@@ -728,7 +728,7 @@ def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     assert not sniff(fifo)
-    with pytest.raises(OpenError, match="not a regular file"):
+    with pytest.raises(OpenError, match=r"is a named pipe \(FIFO\), not a regular file"):
         open_trace(fifo)
 
 

@@ -3,7 +3,9 @@ valid opens; a file that cannot be a trace at all starts the app with the reason
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 
 import pytest
 from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle, status
@@ -97,6 +99,24 @@ async def test_a_file_that_is_no_trace_starts_the_app_with_the_reason(tmp_path, 
         assert app.session.cursor == 1 and "web_search" in status(app)  # step 1 is the error
         await press(pilot, "c")
         assert app.session.cursor == 5 and "final answer: 2" in status(app)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+async def test_opening_a_named_pipe_with_o_says_why_in_place_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    app = await open_app(recorded(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "o")
+        app.screen.query_one("#prompt-input").value = str(fifo)
+        try:
+            await asyncio.wait_for(press(pilot, "enter"), 20)
+        except TimeoutError:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # let the blocked reader go
+            pytest.fail("opening a named pipe blocked")
+        assert "pipe.jsonl: is a named pipe (FIFO), not a regular file" in status(app)
+        assert app.session is not None and app.document.kind == "trace"  # what was open stays open
 
 
 async def test_problems_found_while_drawing_a_step_are_listed_at_once(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from agentdbg.files import OpenError, looks_binary
 from agentdbg.importers import (
     anthropic_messages,
     claude_code,
@@ -35,6 +36,7 @@ from agentdbg.importers.base import (
     UnknownFormat,
     decode,
     read_head,
+    read_input,
 )
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
@@ -81,7 +83,8 @@ def detect(path: str | Path) -> str:
     path = Path(path)
     head = _head(path)
     if not head.strip():
-        raise NotImportable(f"{path}: the file is empty")
+        raise NotImportable(f"{path}: is empty")
+    _refuse_binary(path, head)
     verdicts = sniff_all(head, str(path))
     for name, ok, _ in verdicts:
         if ok:
@@ -94,20 +97,30 @@ def detect(path: str | Path) -> str:
 def _head(path: Path) -> str:
     try:
         return read_head(path, HEAD_BYTES)
-    except OSError as exc:
-        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except OpenError as exc:
+        raise NotImportable(str(exc)) from None
+
+
+def _refuse_binary(path: Path, head: str | bytes) -> None:
+    """One line for a binary file, instead of every format's refusal."""
+    if isinstance(head, str):
+        head = head.encode("utf-8", errors="surrogatepass")
+    if looks_binary(head):
+        raise NotImportable(f"{path}: is a binary file (not text)")
 
 
 def convert_file(path: str | Path, format: str | None = None) -> tuple[str, ImportResult]:
     """(format name, what it made of the file)."""
     path = Path(path)
     name = get_format(format).NAME if format else detect(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = read_input(path)
     module = BY_NAME[name]
-    text, problems = (data, []) if getattr(module, "BINARY", False) else decode(data, str(path))
+    if getattr(module, "BINARY", False):
+        text, problems = data, []
+    else:
+        if format:
+            _refuse_binary(path, data[:HEAD_BYTES])
+        text, problems = decode(data, str(path))
     try:
         result = module.convert(text, str(path))
     except NotImportable as exc:

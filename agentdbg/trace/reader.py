@@ -28,7 +28,6 @@ import bisect
 import json
 import os
 import re
-import stat
 import threading
 import time
 from array import array
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentdbg.engine import events as ev
+from agentdbg.files import OpenError, looks_binary, open_regular, read_head, size_text
 from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
@@ -67,14 +67,17 @@ _STEP, _RUN_START, _CHECKPOINT = ord("s"), ord("r"), ord("c")
 
 def sniff(path: str | Path) -> bool:
     """True when ``path`` looks like an agentdbg trace (its first line is the header, or
-    an agentdbg ``run_start`` event). Reads at most the first 64 KiB."""
+    an agentdbg ``run_start`` event). Reads at most the first 64 KiB; a directory, a pipe
+    or a device is never a trace (and never blocks)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False  # a directory, a pipe or a device: never a trace (and never block on it)
-        with open(path, "rb") as handle:
-            head = handle.read(SNIFF_BYTES)
-    except OSError:
+        head = read_head(path, SNIFF_BYTES)
+    except OpenError:
         return False
+    return looks_like_trace(head)
+
+
+def looks_like_trace(head: bytes) -> bool:
+    """True when a file beginning with ``head`` (its first 64 KiB) is an agentdbg trace."""
     return _head_kind(head) is not None
 
 
@@ -98,12 +101,8 @@ def _head_kind(head: bytes) -> str | None:
     return None
 
 
-def _size_text(size: int) -> str:
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MiB"
-    if size >= 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size} bytes"
+_size_text = size_text
+
 
 
 class ProblemLog:
@@ -910,20 +909,12 @@ class TraceDocument(Document):
 
 
 def _open_error(message: str) -> Exception:
-    from agentdbg.documents import OpenError
-
     return OpenError(message)
 
 
 def _describe_unreadable(head: bytes) -> str:
-    sample = head[:8192]
-    if b"\0" in sample:
-        return "binary data, not an agentdbg trace (no header line)"
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(sample) - 4:
-            return "binary data, not an agentdbg trace (no header line)"
+    if looks_binary(head):
+        return "is a binary file (not text), not an agentdbg trace"
     return ('not an agentdbg trace: line 1 should be the header '
             '{"type":"header","format":"agentdbg-trace","version":1}')
 
@@ -932,20 +923,8 @@ def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, backgr
     """Open a trace file. Returns at once, with the first screen's worth indexed; the rest
     is indexed by a background thread (``background=False``: before returning)."""
     name = str(path)
+    fd, info = open_regular(path, what="a trace file")  # a named pipe or a device is refused, never read
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a named pipe must not block
-    except FileNotFoundError:
-        raise _open_error(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise _open_error(f"{name}: is a directory, not a trace file") from None
-    except OSError as exc:
-        raise _open_error(f"{name}: cannot read: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise _open_error(f"{name}: is a directory, not a trace file")
-        if not stat.S_ISREG(info.st_mode):
-            raise _open_error(f"{name}: not a regular file")
         if info.st_size == 0:
             raise _open_error(f"{name}: empty file, not an agentdbg trace")
         head = os.pread(fd, SNIFF_BYTES, 0)

@@ -495,6 +495,22 @@ def test_a_trace_with_no_runs(tmp_path: Path, capsys) -> None:
     assert stats_of(capsys, path) == []
 
 
+@pytest.mark.parametrize("name", [5, "agentdbg-trace\u0000x"])
+def test_a_damaged_header_format_is_a_problem_not_a_refusal(tmp_path: Path, sample_plans: Path, capsys,
+                                                             name) -> None:
+    path = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", sample_plans / "library_stuck.toml", "-o", path, "-q")[0] == 0
+    lines = path.read_text().splitlines(keepends=True)
+    lines[0] = json.dumps({**json.loads(lines[0]), "format": name}) + "\n"
+    path.write_text("".join(lines))
+    for command, expected in (("show", 0), ("stats", 0), ("check", 1)):
+        code, out, err = run_cli(capsys, command, path)
+        assert code == expected and ("catalog[Il Gattopardo]" in flat(out) or command == "stats"), (command, err)
+        assert f"agentdbg {command}: warning: {path}:1: header names format" in err
+        assert "\x00" not in err
+    assert stats_of(capsys, path)[0]["steps"] == 2
+
+
 def test_the_repetition_brake_is_a_repeat_not_a_budget(capsys, source):
     stuck = source("library_stuck")
     assert run_cli(capsys, "check", stuck, "--fail-on", "budget")[0] == 0

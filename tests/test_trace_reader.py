@@ -387,6 +387,36 @@ def test_a_damaged_header_line_still_opens_the_events(hallucinating: Path) -> No
         assert [p.line for p in document.problems] == [1]
 
 
+@pytest.mark.parametrize("header, message", [
+    (b'{"type":"header","format":5,"version":1}', "header names format 5, not 'agentdbg-trace'"),
+    (b'{"type":"header","format":"agentdbg-trace\\u0000x","version":1}',
+     "header names format 'agentdbg-trace\\x00x', not 'agentdbg-trace'"),
+    (b'{"type":"header","format":null,"version":1}', "header names format None"),
+    (b'{"type":"header","version":1}', "header names format None"),
+    (b'{"type":"header","format":"other-tool","version":1}', "header names format 'other-tool'"),
+    (b'{"type":"header","format":"agentdbg-trace","version":1', "the header line is not valid JSON"),
+    (b"# recorded on Tuesday", "the header line is not valid JSON"),
+    (b"[1, 2, 3]", "line 1 is not the header line"),
+])
+def test_a_damaged_header_format_opens_the_steps_with_a_problem_on_line_1(hallucinating: Path, header: bytes,
+                                                                          message: str) -> None:
+    data = hallucinating.read_bytes()
+    hallucinating.write_bytes(header + data[data.index(b"\n"):])
+    assert sniff(hallucinating)
+    with open_trace(hallucinating) as document:
+        document.wait(10)
+        assert document.runs[0].step_count == 5 and document.runs[0].end.answer == "2"
+        assert [(p.line, message in p.message) for p in document.problems] == [(1, True)], document.problems
+
+
+def test_a_damaged_header_alone_is_still_a_trace_and_another_tools_header_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "header.jsonl"
+    path.write_bytes(b'{"type":"header","format":7,"version":1}\n')
+    assert sniff(path)
+    path.write_bytes(b'{"type":"header","format":"other-tool","version":1}\n{"rows": 3}\n')
+    assert not sniff(path)
+
+
 def test_a_header_only_file_has_no_runs_and_no_problems(tmp_path: Path) -> None:
     path = tmp_path / "header.jsonl"
     path.write_text(fmt.header_line())

@@ -45,6 +45,11 @@ def damage(tmp_path, how: str):
         header["version"] = 99
         lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
         path.write_bytes(b"".join(lines))
+    elif how in ("header format 5", "header format with a NUL"):
+        header = json.loads(lines[0])
+        header["format"] = 5 if how == "header format 5" else "agentdbg-trace\u0000x"
+        lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
+        path.write_bytes(b"".join(lines))
     return path
 
 
@@ -56,7 +61,7 @@ async def open_app(path) -> DebuggerApp:
 
 
 @pytest.mark.parametrize("how", ["truncated last line", "corrupt middle line", "invalid utf-8",
-                                 "huge line", "newer version"])
+                                 "huge line", "newer version", "header format 5", "header format with a NUL"])
 async def test_a_damaged_trace_opens_what_is_valid_and_lists_the_problems(tmp_path, how):
     app = await open_app(damage(tmp_path, how))
     async with app.run_test(size=SIZE) as pilot:

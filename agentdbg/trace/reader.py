@@ -58,6 +58,7 @@ MAX_PROBLEMS = 1000  # then one line says how many more were found
 NOTIFY_INTERVAL = 0.05  # seconds between progress notifications (a screen need not redraw more)
 
 _BOM = b"\xef\xbb\xbf"
+_RUN_START_LINE = b"\n" + fmt.RUN_START_PREFIX
 # Lines that shape the index: each match starts at the newline before the line.
 _STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
 _OVERLAP = 32  # longer than any match: a match cut by a chunk's end is found in the next
@@ -82,22 +83,29 @@ def looks_like_trace(head: bytes) -> bool:
 
 
 def _head_kind(head: bytes) -> str | None:
-    """``"header"``, ``"headerless"`` (events without a header line) or None."""
+    """``"header"``, ``"headerless"`` (events without a header line) or None. A damaged
+    header still makes a trace (the reader reports it): a header whose ``format`` is not
+    text or only begins with agentdbg's, or any first line when agentdbg events follow."""
     if head.startswith(_BOM):
         head = head[len(_BOM):]
     if head.startswith(fmt.HEADER_PREFIX):
         return "header"
     if head.startswith(fmt.RUN_START_PREFIX):
         return "headerless"
-    first = head.split(b"\n", 1)[0].strip()
+    first, newline, rest = head.partition(b"\n")
+    if newline and (rest.startswith(fmt.RUN_START_PREFIX) or _RUN_START_LINE in rest):
+        return "header"
+    first = first.strip()
     if not first.startswith(b"{"):
         return None
     try:
         data = json.loads(first.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
-    if isinstance(data, dict) and data.get("format") == fmt.FORMAT_NAME:
-        return "header"
+    if isinstance(data, dict) and data.get("type") == "header":
+        name = data.get("format")
+        if not isinstance(name, str) or name.startswith(fmt.FORMAT_NAME):
+            return "header"
     return None
 
 
@@ -277,7 +285,9 @@ class _Source:
     def _check_header(self, header: dict, offset: int) -> None:
         """A header (the first line, or one inside a file made by concatenating traces)."""
         if header.get("format") != fmt.FORMAT_NAME:
-            self.report(offset, f"header names format {header.get('format')!r}, not {fmt.FORMAT_NAME!r}; read as an agentdbg trace")
+            named = repr(header.get("format"))
+            named = named if len(named) <= 80 else named[:79] + "…"
+            self.report(offset, f"header names format {named}, not {fmt.FORMAT_NAME!r}; read as an agentdbg trace")
         version = header.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             self.report(offset, f"header has no valid format version ({version!r}); read as version {fmt.FORMAT_VERSION}")
@@ -977,8 +987,11 @@ def _read_header(source: _Source, head: bytes, kind: str) -> int:
         source.problems.add(1, "the header line is not valid JSON; read as format version "
                                f"{fmt.FORMAT_VERSION}")
     else:
-        if isinstance(header, dict):
+        if isinstance(header, dict) and header.get("type") == "header":
             source._check_header(header, offset)
+        else:
+            source.problems.add(1, "line 1 is not the header line (the events that follow are agentdbg's); "
+                                   f"read as format version {fmt.FORMAT_VERSION}")
     return newline + 1
 
 

@@ -511,6 +511,24 @@ def test_a_damaged_header_format_is_a_problem_not_a_refusal(tmp_path: Path, samp
     assert stats_of(capsys, path)[0]["steps"] == 2
 
 
+@pytest.mark.parametrize("tools", [None, False, 3.5, [{"name": 5}, "calc"]])
+def test_malformed_run_start_tools_are_read_as_no_tools_by_every_command(tmp_path: Path, sample_plans: Path,
+                                                                        capsys, tools) -> None:
+    path = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", sample_plans / "library_stuck.toml", "-o", path, "-q")[0] == 0
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = json.dumps({**json.loads(lines[1]), "tools": tools}, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines))
+    for argv, expected in ((["show"], 0), (["stats"], 0), (["check"], 1), (["show", "--step", "2"], 0)):
+        code, out, err = run_cli(capsys, *argv, path)
+        assert code == expected, (argv, err)
+        assert f"warning: {path}:2: run_start: 'tools'" in err and "Traceback" not in err
+    code, out, _ = run_cli(capsys, "show", path, "--json")
+    run = json.loads(out)
+    assert run["tools"] == [] and run["task"] == "How many copies of Il Gattopardo are available?"
+    assert stats_of(capsys, path)[0]["tools"] == {"catalog": 2}
+
+
 def test_the_repetition_brake_is_a_repeat_not_a_budget(capsys, source):
     stuck = source("library_stuck")
     assert run_cli(capsys, "check", stuck, "--fail-on", "budget")[0] == 0

@@ -417,6 +417,32 @@ def test_a_damaged_header_alone_is_still_a_trace_and_another_tools_header_is_not
     assert not sniff(path)
 
 
+@pytest.mark.parametrize("tools, names, message", [
+    (None, set(), "'tools' should be a list of tool specs, got null; read as no tools declared"),
+    (True, set(), "got true; read as no tools declared"),
+    (5, set(), "got a number (5); read as no tools declared"),
+    ("calc", set(), "got a string; read as no tools declared"),
+    ({"name": "calc"}, set(), "got an object; read as no tools declared"),
+    ([1, "a", None], set(), "3 of its 3 entries are not tool specs"),
+    ([{"name": 5}, {"name": "calc", "params": {"expression": "str"}}], {"calc"}, "1 of its 2 entries are not tool specs"),
+    ([{"name": "calc", "params": "expression"}], {"calc"}, "a tool's 'params' is not an object"),
+])
+def test_malformed_run_start_tools_read_as_no_tools_with_a_problem(hallucinating: Path, tools, names: set,
+                                                                    message: str) -> None:
+    lines = hallucinating.read_bytes().split(b"\n")
+    run_start = json.loads(lines[1])
+    lines[1] = json.dumps({**run_start, "tools": tools}, separators=(",", ":")).encode()
+    hallucinating.write_bytes(b"\n".join(lines))
+    with open_trace(hallucinating) as document:
+        document.wait(10)
+        run = document.runs[0]
+        assert run.info.task == run_start["task"] and run.info.guards == run_start["guards"]  # the rest is kept
+        assert run.info.tool_names() == names
+        assert run.state_at(run.step_count).tool_calls  # the steps read on
+        assert [(p.line, message in p.message) for p in document.problems] == [(2, True)], document.problems
+        assert all(isinstance(spec.get("params", {}), dict) for spec in run.info.tools)
+
+
 def test_a_header_only_file_has_no_runs_and_no_problems(tmp_path: Path) -> None:
     path = tmp_path / "header.jsonl"
     path.write_text(fmt.header_line())

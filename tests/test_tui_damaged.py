@@ -124,6 +124,25 @@ async def test_opening_a_named_pipe_with_o_says_why_in_place_without_blocking(tm
         assert app.session is not None and app.document.kind == "trace"  # what was open stays open
 
 
+@pytest.mark.parametrize("tools", [None, True, 5, [1, "a", None]])
+async def test_run_start_tools_that_are_not_a_list_of_specs_open_as_no_tools(tmp_path, tools):
+    path = recorded(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = json.dumps({**json.loads(lines[1]), "tools": tools}, separators=(",", ":")).encode()
+    path.write_bytes(b"\n".join(lines))
+    app = await open_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.session.cursor == 1 and "web_search" in status(app)  # step 1 is the error
+        assert "This run declares no tools; the tools it called: ▶ web_search 1× 1✗" in pane_text(app, "tools")
+        await press(pilot, "e")
+        assert app.screen.id == "problems"
+        shown = " ".join(screen_text(app).replace("│", " ").split())
+        assert "run.jsonl:2: run_start: 'tools'" in shown
+        await press(pilot, "escape", "c")
+        assert app.session.cursor == 5 and "final answer: 2" in status(app)
+
+
 async def test_problems_found_while_drawing_a_step_are_listed_at_once(tmp_path):
     app = await open_app(damage(tmp_path, "invalid utf-8"))
     async with app.run_test(size=SIZE) as pilot:

@@ -112,6 +112,18 @@ def _head_kind(head: bytes) -> str | None:
 _size_text = size_text
 
 
+def _json_kind(value: object) -> str:
+    """What a JSON value is, as JSON names it (for problem messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r:.20})"
+    if isinstance(value, str):
+        return "a string"
+    return "an object" if isinstance(value, dict) else "an array"
+
 
 class ProblemLog:
     """Problems found while reading, shared by every thread; listeners hear of each one."""
@@ -275,12 +287,36 @@ class _Source:
         if isinstance(data, dict) and data.get("type") == "header":
             self._check_header(data, line.offset)
             return None
+        if isinstance(data, dict) and data.get("type") == "run_start" and "tools" in data:
+            data = self._declared_tools(data, line.offset)
         try:
             event = ev.event_from_dict(data)
         except ValueError as exc:
             self.report(line.offset, f"not a valid event: {exc}; kept as a raw record")
             return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
         return event
+
+    def _declared_tools(self, data: dict, offset: int) -> dict:
+        """A run_start whose ``tools`` is damaged keeps its task and settings: the tool specs
+        that can be read are kept (none when ``tools`` is not a list) and the rest reported."""
+        tools = data["tools"]
+        if not isinstance(tools, list):
+            self.report(offset, f"run_start: 'tools' should be a list of tool specs, got {_json_kind(tools)}; "
+                                "read as no tools declared")
+            return {**data, "tools": []}
+        kept = []
+        for spec in tools:
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+                kept.append(spec if isinstance(spec.get("params", {}), dict) else {**spec, "params": {}})
+        if len(kept) == len(tools) and all(a is b for a, b in zip(kept, tools, strict=True)):
+            return data
+        odd = len(tools) - len(kept)
+        if odd:
+            what = f"{odd} of its {len(tools)} entries are not tool specs with a \"name\"; left out"
+        else:
+            what = "a tool's 'params' is not an object; read as no parameters"
+        self.report(offset, f"run_start: 'tools': {what}")
+        return {**data, "tools": kept}
 
     def _check_header(self, header: dict, offset: int) -> None:
         """A header (the first line, or one inside a file made by concatenating traces)."""

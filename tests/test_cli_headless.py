@@ -485,14 +485,21 @@ def test_show_into_a_pipe_that_closes_early_exits_quietly(tmp_path: Path) -> Non
     assert first == b"\n" and code == 0 and err == ""
 
 
-def test_a_trace_with_no_runs(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "header_only.jsonl"
-    path.write_text(fmt.header_line())
-    code, out, err = run_cli(capsys, "check", path)
-    assert code == 2 and "no runs to check" in err
-    code, out, err = run_cli(capsys, "show", path)
-    assert code == 0 and "no runs" in err
-    assert stats_of(capsys, path) == []
+@pytest.mark.parametrize("command", ["show", "stats", "check"])
+@pytest.mark.parametrize("json_output", [False, True])
+def test_a_file_with_no_runs_is_unusable_input_for_every_command(tmp_path: Path, capsys, command: str,
+                                                                 json_output: bool) -> None:
+    header_only = tmp_path / "header_only.jsonl"
+    header_only.write_text(fmt.header_line())
+    damaged = tmp_path / "damaged.jsonl"  # a header, then nothing readable
+    damaged.write_text(fmt.header_line() + '{"type":"thought","step":1,\nnot json\n')
+    extra = ["--json"] if json_output else []
+    for path in (header_only, damaged):
+        code, out, err = run_cli(capsys, command, path, *extra)
+        assert code == 2 and out == "", (path, out)
+        assert err.splitlines()[0] == f"agentdbg {command}: error: {path}: no runs in it"
+    code, _, err = run_cli(capsys, command, damaged, *extra)
+    assert f"agentdbg {command}: warning: {damaged}:2:" in err  # why there is nothing: the damage
 
 
 @pytest.mark.parametrize("name", [5, "agentdbg-trace\u0000x"])

@@ -349,7 +349,8 @@ def test_pipes_and_devices_are_refused_by_every_command_and_format_without_readi
         inputs[tmp_path / f"zero-{name}"] = "is a character device"
     commands = []
     for path in inputs:
-        commands += [["show", path], ["stats", path], ["check", path], ["convert", path, "-o", out], [path]]
+        commands += [["show", path], ["stats", path], ["check", path], ["convert", path, "-o", out], [path],
+                     ["record", path, "-o", out]]
         for name in FORMATS:
             commands += [["show", path, "--format", name], [path, "--format", name]]
             if name in importers.BY_NAME:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentdbg.files import OpenError, looks_binary, read_head
+from agentdbg.files import OpenError, read_head, unreadable_text
 from agentdbg.plans import Plan, load_plan, looks_like_plan
 from agentdbg.runs import Document, EventRun, LiveRun
 
@@ -40,8 +40,9 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
     from agentdbg.trace import reader
 
     is_trace = reader.looks_like_trace(head)
-    if not is_trace and looks_binary(head):  # said once, instead of every format's refusal
-        raise OpenError(f"{path}: is a binary file (not text)")
+    unreadable = None if is_trace else unreadable_text(head)
+    if unreadable:  # said once, instead of every format's refusal
+        raise OpenError(f"{path}: is {unreadable}")
     if format == "plan" or (format is None and looks_like_plan(path)):
         plan = load_plan(path, allow_code=allow_code, allow_network=allow_network)
         return plan_document(plan, str(path)) if live else run_plan_to_end(plan, str(path))

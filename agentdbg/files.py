@@ -125,6 +125,31 @@ def read_bounded(path: str | Path, limit: int, rule: str, what: str = "a file") 
     return b"".join(chunks)
 
 
+def unreadable_text(head: bytes) -> str | None:
+    """What a file beginning with ``head`` is when it is not text agentdbg can read (for
+    ``f"{path}: is {what}"``), or None for text. UTF-16 and UTF-32 text (what Windows tools
+    often write) is named as such, with how to convert it, rather than called binary."""
+    encoding = _wide_encoding(head[:BINARY_SAMPLE_BYTES])
+    if encoding:
+        return f"{encoding} text; agentdbg reads UTF-8 (iconv -f {encoding} -t UTF-8 converts it)"
+    return "a binary file (not text)" if looks_binary(head) else None
+
+
+def _wide_encoding(sample: bytes) -> str | None:
+    if sample.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if sample.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    pairs = len(sample) // 2
+    if pairs >= 2:  # mostly ASCII in UTF-16 without a byte-order mark: every other byte is NUL
+        even, odd = sample[0:pairs * 2:2].count(0), sample[1:pairs * 2:2].count(0)
+        if odd >= pairs * 0.9 and even <= pairs * 0.1:
+            return "UTF-16LE"
+        if even >= pairs * 0.9 and odd <= pairs * 0.1:
+            return "UTF-16BE"
+    return None
+
+
 def looks_binary(head: bytes) -> bool:
     """True when the file that begins with ``head`` is not text: a NUL byte, or mostly
     bytes that are neither UTF-8 text nor common control characters. Text in another

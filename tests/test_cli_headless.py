@@ -405,6 +405,15 @@ def test_a_binary_file_is_refused_in_one_line_whatever_the_format(tmp_path: Path
         assert len(err.splitlines()) == 1, (argv, err)
 
 
+def test_a_utf16_file_is_named_as_such_with_how_to_convert_it(tmp_path: Path, capsys) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-16")  # as PowerShell writes
+    for argv in (["show", chat], ["stats", chat, "--format", "openai-chat"], ["convert", chat, "-o", tmp_path / "o.jsonl"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.endswith(
+            f"{chat}: is UTF-16 text; agentdbg reads UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)\n"), err
+
+
 def test_a_plan_that_runs_code_needs_allow_code(sample_plans: Path, capsys) -> None:
     plan = sample_plans / "library_good_python.toml"
     code, _, err = run_cli(capsys, "stats", plan)

@@ -114,6 +114,19 @@ def test_binary_files_are_told_from_text(head: bytes, binary: bool) -> None:
     assert files.looks_binary(head) is binary
 
 
+@pytest.mark.parametrize("encoding, named", [
+    ("utf-16", "UTF-16"), ("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE"), ("utf-32", "UTF-32")])
+def test_text_in_a_wide_encoding_is_named_with_how_to_convert_it(encoding: str, named: str) -> None:
+    head = '[{"role": "user", "content": "hi"}]'.encode(encoding)
+    assert files.looks_binary(head)
+    assert files.unreadable_text(head) == f"{named} text; agentdbg reads UTF-8 (iconv -f {named} -t UTF-8 converts it)"
+
+
+def test_text_is_readable_and_binary_is_called_binary() -> None:
+    assert files.unreadable_text("Thought: café\n".encode()) is None
+    assert files.unreadable_text(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR") == "a binary file (not text)"
+
+
 def test_sizes_read_as_people_say_them() -> None:
     assert [files.size_text(n) for n in (0, 812, 3584, 5 * 1024 ** 2, int(7.2 * 1024 ** 3))] == [
         "0 bytes", "812 bytes", "3.5 KiB", "5.0 MiB", "7.2 GiB"]

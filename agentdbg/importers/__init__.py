@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from agentdbg.files import OpenError, looks_binary
+from agentdbg.files import OpenError, unreadable_text
+from agentdbg.files import read_head as read_file_head
 from agentdbg.importers import (
     anthropic_messages,
     claude_code,
@@ -84,7 +85,11 @@ def detect(path: str | Path) -> str:
     head = _head(path)
     if not head.strip():
         raise NotImportable(f"{path}: is empty")
-    _refuse_binary(path, head)
+    if "\x00" in head or "\ufffd" in head:  # perhaps not text: the bytes themselves tell
+        try:
+            _refuse_binary(path, read_file_head(path, HEAD_BYTES))
+        except OpenError as exc:
+            raise NotImportable(str(exc)) from None
     verdicts = sniff_all(head, str(path))
     for name, ok, _ in verdicts:
         if ok:
@@ -101,12 +106,11 @@ def _head(path: Path) -> str:
         raise NotImportable(str(exc)) from None
 
 
-def _refuse_binary(path: Path, head: str | bytes) -> None:
-    """One line for a binary file, instead of every format's refusal."""
-    if isinstance(head, str):
-        head = head.encode("utf-8", errors="surrogatepass")
-    if looks_binary(head):
-        raise NotImportable(f"{path}: is a binary file (not text)")
+def _refuse_binary(path: Path, head: bytes) -> None:
+    """One line for a binary (or UTF-16) file, instead of every format's refusal."""
+    unreadable = unreadable_text(head)
+    if unreadable:
+        raise NotImportable(f"{path}: is {unreadable}")
 
 
 def convert_file(path: str | Path, format: str | None = None) -> tuple[str, ImportResult]:

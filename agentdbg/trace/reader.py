@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentdbg.engine import events as ev
-from agentdbg.files import OpenError, looks_binary, open_regular, read_head, size_text
+from agentdbg.files import OpenError, open_regular, read_head, size_text, unreadable_text
 from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
@@ -959,8 +959,9 @@ def _open_error(message: str) -> Exception:
 
 
 def _describe_unreadable(head: bytes) -> str:
-    if looks_binary(head):
-        return "is a binary file (not text), not an agentdbg trace"
+    unreadable = unreadable_text(head)
+    if unreadable:
+        return f"is {unreadable}, not an agentdbg trace"
     return ('not an agentdbg trace: line 1 should be the header '
             '{"type":"header","format":"agentdbg-trace","version":1}')
 

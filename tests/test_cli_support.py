@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -23,6 +24,14 @@ _DRIVER = """
 import contextlib, io, json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({cap}, {cap}))
 from agentdbg.cli import main
+from agentdbg.tui.app import DebuggerApp
+
+
+def no_screen(self, *args, **kwargs):  # these commands must end before a screen starts
+    raise RuntimeError("the screen started")
+
+
+DebuggerApp.run = no_screen
 results = []
 for argv in json.loads(sys.argv[1]):
     out, err = io.StringIO(), io.StringIO()
@@ -51,6 +60,25 @@ def run_guarded(*commands: list, timeout: float = 60) -> list[tuple[int, str, st
     return [tuple(result) for result in json.loads(done.stdout.splitlines()[-1])]
 
 
+def release_readers(fifo, after: float = 0, seconds: float = 60) -> None:
+    """From ``after`` seconds on, for ``seconds``, let every reader blocked opening ``fifo``
+    go (it reads an empty file): a regression that blocked on the pipe then fails its test's
+    assertions instead of hanging the suite. Started before the action under test, it needs
+    no cancelling of what blocked (a blocked thread cannot be cancelled)."""
+
+    def writer_comes_and_goes():
+        time.sleep(after)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # only succeeds with a reader waiting
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+    threading.Thread(target=writer_comes_and_goes, daemon=True).start()
+
+
 def finishes(call, fifo=None, timeout: float = 20):
     """``call()``'s result, run in a thread; fails the test when it blocks. For named-pipe
     inputs only (a device could fill memory before the time is up: use ``run_guarded``).
@@ -67,11 +95,8 @@ def finishes(call, fifo=None, timeout: float = 20):
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        if fifo is not None:  # a writer that opens and closes ends the blocked read
-            try:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
+        if fifo is not None:
+            release_readers(fifo)
         pytest.fail(f"{call} did not finish within {timeout} s (blocked on a named pipe?)")
     if "error" in outcome:
         raise outcome["error"]

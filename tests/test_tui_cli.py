@@ -43,7 +43,7 @@ async def test_no_file_opens_the_bundled_demo():
         assert app.session.cursor == 1 and "web_search" in status(app)
 
 
-def test_a_file_that_cannot_be_opened_exits_2_with_one_line_before_the_screen(tmp_path, capsys):
+def test_a_file_that_cannot_be_opened_exits_2_with_one_line_before_the_screen(tmp_path, capsys, no_screen):
     broken = tmp_path / "broken.toml"
     broken.write_text("name = 'x'\n[policy]\nkind = 'nonsense'\n")
     binary = tmp_path / "blob.jsonl"
@@ -73,8 +73,14 @@ def test_a_named_pipe_or_a_device_on_the_command_line_exits_2_without_blocking(t
         assert code == 2 and err == f"agentdbg: {path}: {kind}, not a regular file\n" and out == ""
 
 
+@pytest.fixture
+def no_screen(monkeypatch):
+    """These tests must end before the screen starts: if one starts, fail instead of hanging."""
+    monkeypatch.setattr(DebuggerApp, "run", lambda self, *a, **k: pytest.fail("the screen started"))
+
+
 @pytest.mark.parametrize("typed, meant", [("stat", "stats"), ("shw", "show"), ("chekc", "check"), ("Record", "record")])
-def test_a_mistyped_subcommand_suggests_the_closest_one(typed, meant, capsys, tmp_path, monkeypatch):
+def test_a_mistyped_subcommand_suggests_the_closest_one(typed, meant, capsys, tmp_path, monkeypatch, no_screen):
     monkeypatch.chdir(tmp_path)
     assert main([typed]) == 2
     assert capsys.readouterr().err == f"agentdbg: {typed}: no such file; did you mean 'agentdbg {meant}'?\n"
@@ -82,7 +88,7 @@ def test_a_mistyped_subcommand_suggests_the_closest_one(typed, meant, capsys, tm
     assert f"did you mean 'agentdbg {meant}'?" in capsys.readouterr().err
 
 
-def test_a_file_named_like_a_subcommand_is_not_a_typo(tmp_path, monkeypatch, capsys):
+def test_a_file_named_like_a_subcommand_is_not_a_typo(tmp_path, monkeypatch, capsys, no_screen):
     monkeypatch.chdir(tmp_path)
     assert main(["unrelated"]) == 2
     assert capsys.readouterr().err == "agentdbg: unrelated: no such file\n"

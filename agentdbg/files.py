@@ -151,14 +151,13 @@ def _wide_encoding(sample: bytes) -> str | None:
 
 
 def looks_binary(head: bytes) -> bool:
-    """True when the file that begins with ``head`` is not text: a NUL byte, or mostly
-    bytes that are neither UTF-8 text nor common control characters. Text in another
-    8-bit encoding (a Latin-1 é here and there) is still text."""
+    """True when the file that begins with ``head`` is not text: more than 30% of its first
+    8 KiB are bytes that are neither UTF-8 text nor common control characters (NUL counts
+    as such a byte). Text in another 8-bit encoding (a Latin-1 é here and there) and text
+    with some damage (a stray NUL, escape sequences) are still text, and open."""
     sample = head[:BINARY_SAMPLE_BYTES]
     if not sample:
         return False
-    if b"\0" in sample:
-        return True
     text = sample.decode("utf-8", errors="replace")
     if len(sample) == BINARY_SAMPLE_BYTES:
         text = text[:-4]  # a character cut by the sample's end is not damage

@@ -106,7 +106,9 @@ def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path: Path, 
     (b"\x1b[31mred\x1b[0m log line\r\n\tindented\n", False),
     (b'{"a": 1}\n' * 2000, False),  # the sample's end cuts nothing that matters
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", True),
-    (b"text then a NUL\x00", True),
+    (b"Thought: a stray NUL\x00, a bell\x07 and \x9b C1 bytes are damage in text\n", False),
+    (b"plan = 'text first'\n" + b"\x00" * 8000, True),  # a sparse file's hole after a text head
+    (b"\x7fELF\x02\x01\x01\x00" + b"\x00" * 8 + b"\x02\x00>\x00\x01\x00\x00\x00", True),
     (bytes(range(128, 256)) * 4, True),
     (b"\xff\xfe\x01\x02\x03", True),
 ])

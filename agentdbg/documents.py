@@ -30,6 +30,17 @@ def run_plan_to_end(plan: Plan, path: str = "") -> Document:
     return Document(path or str(plan.path or plan.name), "plan", [EventRun(trace.events, plan.name)])
 
 
+def _binary_format_reads(head: bytes, path: Path, format: str | None) -> bool:
+    """True when an importer of a binary format (a zip archive) reads this file."""
+    if format in ("plan", "trace"):
+        return False
+    try:
+        from agentdbg import importers
+    except ModuleNotFoundError:  # no importers in this installation
+        return False
+    return importers.binary_format(head, str(path), format) is not None
+
+
 def open_document(path: str | Path, *, format: str | None = None, allow_code: bool = False,
                   allow_network: bool = False, live: bool = True) -> Document:
     """Open ``path``; ``format`` forces an importer (or "plan" / "trace")."""
@@ -41,7 +52,7 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
 
     is_trace = reader.looks_like_trace(head)
     unreadable = None if is_trace else unreadable_text(head)
-    if unreadable:  # said once, instead of every format's refusal
+    if unreadable and not _binary_format_reads(head, path, format):  # said once, not by every format
         raise OpenError(f"{path}: is {unreadable}")
     if format == "plan" or (format is None and looks_like_plan(path)):
         plan = load_plan(path, allow_code=allow_code, allow_network=allow_network)

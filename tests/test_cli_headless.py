@@ -396,13 +396,31 @@ def test_an_imported_file_over_the_import_limit_is_refused_with_its_size(tmp_pat
 def test_a_binary_file_is_refused_in_one_line_whatever_the_format(tmp_path: Path, capsys) -> None:
     blob = tmp_path / "blob.json"
     blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    text_formats = [name for name in FORMATS if not getattr(importers.BY_NAME.get(name), "BINARY", False)]
     commands = [["show", blob], ["stats", blob], ["check", blob], ["convert", blob, "-o", tmp_path / "o.jsonl"]]
-    commands += [["show", blob, "--format", name] for name in FORMATS]
-    commands += [["convert", blob, "--format", name, "-o", tmp_path / "o.jsonl"] for name in importers.BY_NAME]
+    commands += [["show", blob, "--format", name] for name in text_formats]
+    commands += [["convert", blob, "--format", name, "-o", tmp_path / "o.jsonl"] for name in text_formats
+                 if name in importers.BY_NAME]
     for argv in commands:
         code, _, err = run_cli(capsys, *argv)
         assert code == 2 and err.endswith(f"{blob}: is a binary file (not text)\n"), (argv, err)
         assert len(err.splitlines()) == 1, (argv, err)
+    # A binary format asked for by name reads the bytes itself and says why it cannot.
+    binary = [name for name in importers.BY_NAME if getattr(importers.BY_NAME[name], "BINARY", False)]
+    for name in binary:
+        code, _, err = run_cli(capsys, "show", blob, "--format", name)
+        assert code == 2 and str(blob) in err and "is a binary file" not in err, (name, err)
+
+
+def test_a_binary_format_is_not_refused_as_binary(tmp_path: Path, capsys) -> None:
+    archive = Path(__file__).parent / "fixtures" / "import" / "inspect-ai" / "crashed.eval"
+    disguised = tmp_path / "log.bin"  # detection by content, whatever the name
+    disguised.write_bytes(archive.read_bytes())
+    for path in (archive, disguised):
+        code, out, err = run_cli(capsys, "stats", path, "--json")
+        assert code == 0 and json.loads(out)["kind"] == "inspect-ai", err
+        code, out, err = run_cli(capsys, "convert", path, "-o", tmp_path / "eval.jsonl", "--force")
+        assert code == 0 and "(inspect-ai) ->" in out, err
 
 
 def test_a_utf16_file_is_named_as_such_with_how_to_convert_it(tmp_path: Path, capsys) -> None:

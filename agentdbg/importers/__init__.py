@@ -49,7 +49,7 @@ FORMATS: list[ModuleType] = [inspect_ai, react_paper, transcript, swe_agent,
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
-           "sniff_all", "get_format", "convert_file", "open_import"]
+           "sniff_all", "get_format", "binary_format", "convert_file", "open_import"]
 
 
 def get_format(name: str) -> ModuleType:
@@ -87,9 +87,14 @@ def detect(path: str | Path) -> str:
         raise NotImportable(f"{path}: is empty")
     if "\x00" in head or "\ufffd" in head:  # perhaps not text: the bytes themselves tell
         try:
-            _refuse_binary(path, read_file_head(path, HEAD_BYTES))
+            raw = read_file_head(path, HEAD_BYTES)
         except OpenError as exc:
             raise NotImportable(str(exc)) from None
+        if unreadable_text(raw):
+            name = binary_format(raw, str(path))
+            if name:
+                return name
+            _refuse_binary(path, raw)
     verdicts = sniff_all(head, str(path))
     for name, ok, _ in verdicts:
         if ok:
@@ -97,6 +102,23 @@ def detect(path: str | Path) -> str:
     lines = "\n".join(f"  {name}: {reason}" for name, _, reason in verdicts)
     raise NotImportable(f"{path}: not a plan, an agentdbg trace, or a run format agentdbg "
                         f"can import. Formats tried:\n{lines}")
+
+
+def binary_format(head: bytes, path: str = "", format: str | None = None) -> str | None:
+    """The binary format (a zip archive) that reads a file beginning with ``head``: the
+    one ``format`` names if it is one, else the first whose sniff accepts the bytes."""
+    if format is not None:
+        module = BY_NAME.get(format)
+        return format if module is not None and getattr(module, "BINARY", False) else None
+    for module in FORMATS:
+        if getattr(module, "BINARY", False):
+            try:
+                accepted, _ = module.sniff(head, path)
+            except Exception:  # a sniff is a guess: a failing one only refuses
+                accepted = False
+            if accepted:
+                return module.NAME
+    return None
 
 
 def _head(path: Path) -> str:

@@ -61,6 +61,17 @@ def test_react_paper_transcripts_with_long_lines_and_many_continuation_lines():
     assert result.runs[0][-1].answer == "a"
 
 
+def test_react_paper_retries_many_and_long():
+    # Each retry note looks ahead for its step: never past the next one, nor again after it.
+    text = ("Question: q\nThought 1: t\nAction 1: Search[x]\nObservation 1: o\n" + "ohh... x\n" * 20_000
+            + "ohh... y\n" + "more\n" * LINES + "Thought 2: y\nAction 2: Finish[a]\n")
+    result = react_paper.convert(text)
+    retries = [e for e in result.runs[0] if isinstance(e, ev.RawRecord) and e.source == "react-paper retry"]
+    assert len(retries) == 20_001
+    assert retries[-1].data == "y" + "\nmore" * LINES
+    assert result.runs[0][-1].answer == "a"
+
+
 def test_plain_transcripts_with_many_continuation_lines():
     text = "Question: q\n" + "and more\n" * 1000 + "Thought: x\nAction: search[x]\nObservation: start\n" + "more\n" * LINES
     result = transcript.convert(text)

@@ -64,3 +64,60 @@ async def test_a_retry_shows_in_the_debugger_with_its_step():
         header = app.query_one("#header").text
         assert "step 7/7" in header and "outcome: answered" in header
         assert "react-paper retry" in pane_text(app, "scratchpad")
+
+
+# --- Reflexion: a HotPotQA trial log ----------------------------------------------------
+
+def test_reflexion_trial_log_one_run_per_agent_and_trial():
+    path = real("reflexion", "hotpotqa_ReAct_reflexion_100q_5trials.slice.txt")
+    name, result, runs = convert(path)
+    assert name == "reflexion"
+    sections = ["correct #1", "correct #2", "incorrect #1", "incorrect #2", "halted #1", "halted #2"]
+    assert [r.info.name for r in runs] == [f"trial {t} {s}" for t in (1, 2) for s in sections]
+    # Counted by hand: the 'Action N:' lines of each agent's block.
+    assert [r.step_count for r in runs] == [3, 4, 3, 3, 6, 3, 3, 3, 3, 4, 6, 6]
+    assert [r.end.outcome for r in runs] == (["answered"] * 4 + ["halted"] * 2) * 2
+    assert [r.end.answer for r in runs] == [
+        "Jonny Craig", "2004", "fortnightly lifestyle and women's magazines", "the end of World War II", None, None,
+        "Creature Comforts", "To SquarePants or Not to SquarePants", "VIVA", "St. Louis", None, None]
+    assert [r.end.verdict["correct"] for r in runs] == ([True] * 2 + [False] * 4) * 2
+    assert [r.end.verdict["expected"] for r in runs][:6] == [
+        'Jonny" Craig', "2004", "fortnightly women interest magazine", "a failed coup attempt",
+        "Gesellschaft mit beschränkter Haftung", "Bath, Maine"]
+    # The last observation is the harness's grade, never followed by the next section's header.
+    assert runs[0].records[-1].observation == "Answer is CORRECT"
+    assert runs[3].records[-1].observation == "Answer is INCORRECT"
+    for run in runs:
+        for record in run.records:
+            assert not any(mark in (record.observation or "") for mark in ("BEGIN", "####", "Correct answer:"))
+    assert result.problems == []
+    assert result.raw_count == 2 + 6  # two trial summaries, one reflection list per retried agent
+
+
+def test_reflexion_reflections_are_shown_not_glued_to_the_question():
+    _, _, runs = convert(real("reflexion", "hotpotqa_ReAct_reflexion_100q_5trials.slice.txt"))
+    retried = runs[6]
+    assert retried.info.task == ("The creator of \"Wallace and Gromit\" also created what animation comedy that "
+                                 "matched animated zoo animals with a soundtrack of people talking about their homes?")
+    [note] = [r for r in retried.records[0].raw if r.source == "reflexion reflections"]
+    assert note.data["header"].startswith("You have attempted to answer following question before and failed.")
+    assert [text[:40] for text in note.data["reflections"]] == ["I got stuck in a loop where I kept tryin"]
+    # The halted agent searching the same three pages at once, again and again.
+    rome = runs[10]
+    assert [r.guards.repeats[0] for r in rome.records] == [1, 1, 2, 3, 4, 5]
+
+
+async def test_reflexion_run_opens_in_the_debugger_with_its_reflections():
+    app = DebuggerApp(open_document(real("reflexion", "hotpotqa_ReAct_reflexion_100q_5trials.slice.txt")),
+                      save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for _ in range(6):
+            await press(pilot, "r", "down", "enter")
+        header = app.query_one("#header").text
+        assert "trial 2 correct #1" in header
+        scratchpad = pane_text(app, "scratchpad")
+        assert "reflexion reflections" in scratchpad and "I got stuck in a loop" in scratchpad
+        await press(pilot, "r", "down", "down", "down", "down", "enter", "end")
+        header = app.query_one("#header").text
+        assert "trial 2 halted #1" in header and "outcome: halted" in header and "step 6/6" in header

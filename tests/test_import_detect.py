@@ -14,6 +14,7 @@ from agentdbg.documents import OpenError, open_document
 EXPECTED_FORMAT = {
     "react-paper": "react-paper",
     "reflexion": "reflexion",
+    "webshop": "webshop",
     "transcript": "transcript",
     "swe-agent": "swe-agent",
     "openai-chat": "openai-chat",

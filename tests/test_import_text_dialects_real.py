@@ -5,6 +5,7 @@ and opened in the debugger."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from test_import_support import IMPORT_FIXTURES, convert
@@ -121,3 +122,59 @@ async def test_reflexion_run_opens_in_the_debugger_with_its_reflections():
         await press(pilot, "r", "down", "down", "down", "down", "enter", "end")
         header = app.query_one("#header").text
         assert "trial 2 halted #1" in header and "outcome: halted" in header and "step 6/6" in header
+
+
+# --- WebShop: the ReAct notebook's printout, its prompt, Reflexion's examples ----------------
+
+def test_webshop_printout_one_run_per_episode_scored():
+    path = real("webshop", "WebShop.ipynb.cell7-stdout.first10.txt")
+    name, result, runs = convert(path)
+    assert name == "webshop"
+    assert [r.info.name for r in runs] == [f"episode {n}" for n in range(10)]
+    # Counted by hand: the 'Action:' lines of each episode after its reset.
+    assert [r.step_count for r in runs] == [6, 4, 6, 14, 6, 7, 7, 6, 7, 8]
+    assert [r.end.outcome for r in runs] == ["finished"] * 3 + ["budget exhausted"] + ["finished"] * 6
+    assert [r.end.verdict["score"] for r in runs] == [0.0, 1.0, 0.75, 0.0, 0.5, 0.4, 1.0, 1.0, 1.0, 0.6666666666666666]
+    assert [r.end.verdict["correct"] for r in runs] == [False, True, False, False, False, False, True, True, True, False]
+    assert runs[1].info.task == "i want a noise cancelling cosycost usb microphone, and price lower than 50.00 dollars"
+    # Episode 0 bought on a page that shows no score; the notebook's tally says it scored 0.
+    assert runs[0].records[-1].call == "click[Buy Now]" and runs[0].records[-1].observation == ""
+    # Every verdict agrees with the notebook's running tally (episodes, average score, success rate).
+    text = path.read_text(encoding="utf-8")
+    tallies = [line.split() for line in text.splitlines() if re.fullmatch(r"\d+ \S+ \S+ \S+", line)]
+    assert len(tallies) == 10
+    for n, (count, average, success, _) in enumerate(tallies, 1):
+        scores = [r.end.verdict["score"] for r in runs[:n]]
+        assert int(count) == n and abs(sum(scores) / n - float(average)) < 1e-12
+        assert sum(r.end.verdict["correct"] for r in runs[:n]) / n == float(success)
+    assert result.raw_count == 10 + 10  # the first pages and the tallies
+    assert result.problems == []
+
+
+def test_webshop_prompt_and_reflexion_examples():
+    _, _, [prompt] = convert(real("webshop", "WebShop.ipynb.cell4-prompt1.txt"))
+    assert prompt.info.task == ("i would like a 3 ounce bottle of bright citrus deodorant for sensitive skin, "
+                                "and price lower than 50.00 dollars")
+    assert [r.tool or "think" for r in prompt.records] == ["search", "think", "click", "think", "click", "click", "click"]
+    assert prompt.end.outcome == "finished" and prompt.end.verdict is None
+    # The cell's Python around the prompt is kept, raw: the page's first lines and the closing quotes.
+    assert prompt.records[0].raw[0].data.startswith('# trivial search & item, choose option\nprompt1 = """Webshop')
+    assert [r.data for r in prompt.records[-1].raw] == ['"""']
+    name, result, runs = convert(real("webshop", "webshop_runs_reflection_few_shot_examples.txt"))
+    assert name == "webshop"
+    assert [r.step_count for r in runs] == [7, 10]
+    assert [r.end.outcome for r in runs] == ["finished", "unfinished"]
+    assert [r.end.verdict for r in runs] == [{"correct": False, "score": None, "expected": None, "grader": "STATUS"}] * 2
+    assert [r.data[:35] for r in runs[1].records[-1].raw] == ["Next plan: In this attempt, I was u"]
+    assert [r.is_error for r in runs[1].records].count(True) == 2  # 'Invalid action!' twice
+    assert result.problems == []
+
+
+async def test_webshop_printout_opens_in_the_debugger_one_episode_per_run():
+    app = DebuggerApp(open_document(real("webshop", "WebShop.ipynb.cell7-stdout.first10.txt")), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "r", "down", "down", "down", "enter", "end")
+        header = app.query_one("#header").text
+        assert "episode 3" in header and "(run 4/10)" in header
+        assert "step 14/14" in header and "outcome: budget exhausted" in header

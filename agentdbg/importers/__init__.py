@@ -28,6 +28,7 @@ from agentdbg.importers import (
     tau_bench,
     transcript,
     vercel_ai,
+    webshop,
 )
 from agentdbg.importers.base import (
     HEAD_BYTES,
@@ -40,7 +41,7 @@ from agentdbg.importers.base import (
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [inspect_ai, reflexion, react_paper, transcript, swe_agent,
+FORMATS: list[ModuleType] = [inspect_ai, reflexion, react_paper, webshop, transcript, swe_agent,
                              openhands, tau_bench, mini_swe_agent,
                              codex_rollout, claude_code, gemini_cli, vercel_ai,
                              openai_chat, anthropic_messages, otel_genai]

@@ -29,6 +29,7 @@ from agentdbg.importers.sniffing import (
     looks_like_json,
     numbered_steps,
     reflexion_log,
+    webshop_transcript,
 )
 
 NAME = "transcript"
@@ -46,6 +47,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return False, "numbered 'Action N:' lines: the ReAct paper's format"
     if reflexion_log(head):
         return False, "Reflexion's trial sections (BEGIN TRIAL n, BEGIN CORRECT AGENTS): the reflexion format"
+    if webshop_transcript(head):
+        return False, "WebShop's actions (reset, search[...], click[...]) and pages: the webshop format"
     labels = {m.group(1) for m in (_LABEL.match(line) for line in head.splitlines()) if m}
     if labels & {"Action", "Final Answer", "Answer"} and labels & {"Thought", "Observation", "Question", "Task"}:
         return True, "Thought / Action / Observation lines"

@@ -15,6 +15,7 @@ EXPECTED_FORMAT = {
     "react-paper": "react-paper",
     "reflexion": "reflexion",
     "webshop": "webshop",
+    "alfworld": "alfworld",
     "transcript": "transcript",
     "swe-agent": "swe-agent",
     "openai-chat": "openai-chat",

@@ -5,9 +5,11 @@ and opened in the debugger."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
+import pytest
 from test_import_support import IMPORT_FIXTURES, convert
 from test_tui_support import SIZE, pane_text, press, settle
 
@@ -178,3 +180,72 @@ async def test_webshop_printout_opens_in_the_debugger_one_episode_per_run():
         header = app.query_one("#header").text
         assert "episode 3" in header and "(run 4/10)" in header
         assert "step 14/14" in header and "outcome: budget exhausted" in header
+
+
+# --- ALFWorld: the ReAct paper's prompts, Reflexion's examples -------------------------------
+
+def test_alfworld_prompts_one_run_per_prompt():
+    path = real("alfworld", "alfworld.json")
+    prompts = json.loads(path.read_text(encoding="utf-8"))
+    name, result, runs = convert(path)
+    assert name == "alfworld"
+    assert [r.info.name for r in runs] == list(prompts)
+    # Each '>' line of a prompt is a step (react_cool_0 writes '>go to' three times, no space);
+    # react_* prompts think, act_* prompts do not.
+    assert [r.step_count for r in runs] == [prompt.count("\n>") for prompt in prompts.values()]
+    assert runs[6].records[1].call == "go to stoveburner 1"
+    assert [r.step_count for r in runs][:12] == [8, 14, 13, 19, 12, 11, 11, 23, 19, 14, 20, 16]
+    assert [sum(1 for s in r.records if s.thought) for r in runs][:12] == [2, 2, 5, 5, 3, 3, 3, 3, 7, 5, 5, 4]
+    assert all(not any(s.thought for s in r.records) for r in runs[12:])
+    put = runs[0]
+    assert put.info.task == "put some spraybottle on toilet."
+    assert [s.call or "think" for s in put.records] == [
+        "think", "go to cabinet 1", "go to cabinet 2", "open cabinet 2", "take spraybottle 2 from cabinet 2",
+        "think", "go to toilet 1", "put spraybottle 2 in/on toilet 1"]
+    assert put.records[-1].observation == "You put the spraybottle 2 in/on the toilet 1."
+    assert all(not s.is_error for r in runs for s in r.records)
+    assert result.raw_count == 24 and result.problems == []  # each prompt's room
+
+
+def test_alfworld_reflexion_examples():
+    _, result, runs = convert(real("alfworld", "alfworld_runs_reflexion_few_shot_examples.txt"))
+    assert [r.info.task for r in runs] == ["heat some mug and put it in coffeemachine.",
+                                           "look at bowl under the desklamp."]
+    assert [r.step_count for r in runs] == [13, 20]
+    assert [r.end.verdict["correct"] for r in runs] == [False, False]
+    heat, lamp = runs
+    # The loop the reflection is about: 'examine stoveburner 1' four times.
+    assert [s.guards.repeats[0] for s in heat.records][-4:] == [1, 2, 3, 4]
+    assert [r.data[:40] for r in heat.records[-1].raw] == ["New plan: I was stuck in a loop in which"]
+    # Empty commands and 'go to drawer 3' got 'Nothing happens.': errors.
+    assert [s.step for s in lamp.records if s.is_error] == [6, 15, 19, 20]
+    assert [s.parse_error for s in lamp.records if s.parse_error] == ["an empty command"] * 3
+    assert result.raw_count == 4 and result.problems == []
+
+
+async def test_alfworld_prompt_opens_in_the_debugger():
+    app = DebuggerApp(open_document(real("alfworld", "alfworld.json")), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "end")
+        header = app.query_one("#header").text
+        assert "react_put_0" in header and "step 8/8" in header
+        assert "go to" in pane_text(app, "tools")
+
+
+# --- hostile text of the dialects, through the headless commands ---------------------------
+
+HOSTILE = [IMPORT_FIXTURES / fmt / "hostile_unicode.txt" for fmt in ("reflexion", "webshop", "alfworld")]
+
+
+@pytest.mark.parametrize("path", HOSTILE, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("command", [["show"], ["stats"], ["show", "--json"], ["check", "--fail-on", "error"]])
+def test_hostile_text_never_reaches_the_terminal(path, command, capsys):
+    from agentdbg.cli import main
+
+    main([*command, str(path)])
+    out, err = capsys.readouterr()
+    for stream in (out, err):
+        assert "\x1b" not in stream and "\x07" not in stream
+    if command == ["show"]:
+        assert "[blink]" in out  # markup is shown as the text it is

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agentdbg.importers import (
+    alfworld,
     anthropic_messages,
     claude_code,
     codex_rollout,
@@ -41,7 +42,7 @@ from agentdbg.importers.base import (
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [inspect_ai, reflexion, react_paper, webshop, transcript, swe_agent,
+FORMATS: list[ModuleType] = [inspect_ai, reflexion, react_paper, webshop, alfworld, transcript, swe_agent,
                              openhands, tau_bench, mini_swe_agent,
                              codex_rollout, claude_code, gemini_cli, vercel_ai,
                              openai_chat, anthropic_messages, otel_genai]

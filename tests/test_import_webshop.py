@@ -118,3 +118,12 @@ def test_sniff_takes_the_shop_and_leaves_plain_transcripts_alone():
     assert not webshop.sniff(plain)[0] and transcript.sniff(plain)[0]
     assert webshop.sniff("Instruction:\ni need socks\n[Search]\n\nAction: search[socks]\n")[0]
     assert not webshop.sniff('{"Action: reset": 1}')[0]
+
+
+def test_each_reset_opens_an_episode_even_without_the_dashes():
+    page = "Observation: \nWebshop \nInstruction:  \n{} \n[Search] \n\n"
+    text = ("Action: reset\n" + page.format("i need socks") + "Action: search[socks]\nObservation: ok\n\n"
+            + "Action: reset\n" + page.format("i need a hat") + "Action: search[hat]\nObservation: ok\n\n")
+    result = webshop.convert(text, "resets")
+    assert [events[0].task for events in result.runs] == ["i need socks", "i need a hat"]
+    assert [events[0].name for events in result.runs] == ["episode 1", "episode 2"]

@@ -55,7 +55,7 @@ TOOLS = [
 
 _SEPARATOR = re.compile(r"^-{5,}[ \t]*$")
 # Reflexion's framing lines: never part of an observation (see reflexion.py).
-_FRAME = re.compile(r"^(?:#{5,}|BEGIN TRIAL \d+|Trial summary:.*|-{3,}[ \t]*BEGIN [A-Z ]+ AGENTS[ \t]*-*)[ \t]*$")
+_FRAME = re.compile(r"^(?:#{5,}|BEGIN TRIAL \d+|Trial summary:.*|-{3,}[ \t]*BEGIN [A-Z ]+ AGENTS(?:[ \t]*-+)?)[ \t]*$")
 _RETRY = "ohh..."  # the harness's note when the model's output had no 'Action N: ' line
 _HEADER = re.compile(r"^[ \t]*(?:(\d+)[ \t]+)?(Question|Claim)[ \t]*:[ \t]?(.*)$")
 # A run of spaces is read once: "[ \t]*(\d*)[ \t]*" would try every split of it (quadratic).

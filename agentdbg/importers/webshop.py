@@ -58,7 +58,7 @@ TOOLS = [
 
 _DASHES = re.compile(r"^-{5,}[ \t]*$")
 _INDEX = re.compile(r"^[ \t]*(\d+)[ \t]*$")
-_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"  # one way to read each digit run
 _TALLY = re.compile(rf"^[ \t]*\d+ {_NUMBER} {_NUMBER} {_NUMBER}[ \t]*$")
 _AVERAGES = re.compile(rf"^[ \t]*{_NUMBER} {_NUMBER} {_NUMBER}[ \t]*$")
 _ACTION = re.compile(r"^Action:[ \t]?(.*)$")
@@ -162,7 +162,9 @@ def _read(text: str) -> list[_Episode]:
         step = current.steps[-1] if current.steps else None
         if action:
             settled = True
-            if action.group(1).strip() == "reset" and not current.steps and not current.reset:
+            if action.group(1).strip() == "reset":  # the harness opening the shop: a new episode
+                if current.steps or current.reset:
+                    close()
                 current.reset = True
                 continue
             current.steps.append(_Step(action.group(1), number))

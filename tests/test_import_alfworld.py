@@ -3,8 +3,11 @@ Reflexion's examples and trial logs."""
 
 from __future__ import annotations
 
+import json
+
 from test_import_support import convert, counters, fixture, markers, problems_text, tools_called
 
+from agentdbg import importers
 from agentdbg.importers import alfworld
 
 
@@ -102,3 +105,8 @@ def test_sniff_takes_commands_with_a_task_and_prompt_files():
     assert not alfworld.sniff("> quoted mail\n> more quoted mail\n")[0]
     assert alfworld.sniff('{"react_put_0": "Your task is to: put x.\\n> go to a 1\\nOn a 1."}')[0]
     assert not alfworld.sniff('[{"name": "env_0", "memory": [], "is_success": true}]')[0]
+    # A chat log that quotes an ALFWorld prompt in a message is the chat's, not a prompt file.
+    chat = {"messages": [{"role": "user", "content": "Your task is to: put x.\n> go to a 1\nOn a 1."},
+                         {"role": "assistant", "content": "go to a 1"}]}
+    assert not alfworld.sniff(json.dumps(chat))[0]
+    assert [name for name, ok, _ in importers.sniff_all(json.dumps(chat)) if ok] == ["openai-chat"]

@@ -132,6 +132,10 @@ def test_sniff_accepts_numbered_steps_and_prompt_files_only():
     ok, why = react_paper.sniff("Question: x\nThought: y\nAction: calc[1]\n")
     assert not ok and "numbered" in why
     assert not react_paper.sniff('{"messages": []}')[0]
+    # A chat log that quotes a ReAct prompt in a message is the chat's, not a prompt file.
+    quoting = ('{"messages": [{"role": "user", "content": "Question: x\\nThought 1: y\\nAction 1: Search[z]"},'
+               ' {"role": "assistant", "content": "Thought 1: y"}]}')
+    assert not react_paper.sniff(quoting)[0]
 
 
 def test_convert_takes_text_and_a_path_for_problems():

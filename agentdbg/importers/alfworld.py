@@ -59,7 +59,12 @@ from agentdbg.importers.base import (
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
-from agentdbg.importers.sniffing import alfworld_prompts, alfworld_text, looks_like_json
+from agentdbg.importers.sniffing import (
+    alfworld_prompts,
+    alfworld_text,
+    looks_like_json,
+    prompt_strings,
+)
 
 NAME = "alfworld"
 DESCRIPTION = "ALFWorld episodes: Your task is to: ..., '> command' lines, Reflexion's trial logs"
@@ -95,7 +100,7 @@ _REFUSED = "Nothing happens."
 
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if looks_like_json(head):
-        if head.lstrip()[0] == "{" and alfworld_prompts(head):
+        if prompt_strings(head) and alfworld_prompts(head):
             return True, "prompt strings holding ALFWorld episodes ('> command', 'Your task is to:')"
         return False, "JSON without ALFWorld prompt strings"
     if alfworld_text(head):

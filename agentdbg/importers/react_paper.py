@@ -40,7 +40,12 @@ from agentdbg.importers.base import (
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
-from agentdbg.importers.sniffing import looks_like_json, numbered_steps, reflexion_log
+from agentdbg.importers.sniffing import (
+    looks_like_json,
+    numbered_steps,
+    prompt_strings,
+    reflexion_log,
+)
 
 NAME = "react-paper"
 DESCRIPTION = "ReAct paper transcripts: Question/Claim, numbered Thought/Action/Observation, Finish[...]"
@@ -74,7 +79,7 @@ _JSON_STEP = re.compile(r"\\n[ \t]*(?:(?:Thought|Action)[ \t]*\d+|Answer)[ \t]*:
 
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if looks_like_json(head):
-        if head.lstrip()[0] == "{" and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
+        if prompt_strings(head) and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
             return True, "prompt strings holding Question/Claim episodes"
         return False, "JSON without ReAct prompt strings"
     if reflexion_log(head):

@@ -114,6 +114,14 @@ def alfworld_text(head: str) -> bool:
     return bool(_ALFWORLD_TASK.search(head)) and len(_COMMAND.findall(head)) >= 2
 
 
+def prompt_strings(head: str) -> bool:
+    """A JSON object whose values are (prompt) strings: no key below the top level, so a
+    chat log that quotes a prompt in its messages is not taken for a prompt file."""
+    found = outline(head)
+    return found.root == "{" and all(len(path) == 1 for path in found.keys) and all(
+        len(path) == 1 for path in found.values)
+
+
 def alfworld_prompts(head: str) -> bool:
     """A JSON file of ALFWorld prompt strings (``\\n> command`` and ``Your task is to:``)."""
     return "\\n> " in head and "Your task is to: " in head

@@ -159,6 +159,7 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
         for block in _blocks(src.text):
             runs.add(block, numbered=True)
     runs.finish()
+    result.unread = "no episode ('Your task is to:' and '> command' lines) in it"
     return result
 
 

@@ -73,6 +73,7 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
         reader.line(number, line.rstrip("\r"))
     reader.flush()
     reader.finish()
+    result.unread = "no agent (a Question: and its Thought / Action / Observation lines) in it"
     return result
 
 

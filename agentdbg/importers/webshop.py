@@ -119,6 +119,7 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
         result.raw_count += raw
     if not episodes:
         src.problem("no WebShop episode in the text")
+    result.unread = "no 'Action:' lines (reset, search[...], click[...], think[...]) in it"
     return result
 
 

@@ -1,15 +1,18 @@
 """Whether a run got it right, in the headless commands: `show`, `stats` (text and JSON,
-totals), `check --fail-on wrong`."""
+totals), `check --fail-on wrong`; and one raw-record count shared by `stats` and `convert`."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from test_import_support import fixture
+from test_import_support import all_fixtures, fixture
 
+from agentdbg import importers
 from agentdbg.cli import main
+from agentdbg.engine import events as ev
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.trace.writer import write_trace
 
@@ -134,3 +137,35 @@ def test_the_conditions_help_lists_wrong(capsys):
         main(["check", "--help"])
     assert "wrong: a grader judged the run wrong" in flat(capsys.readouterr().out)
 
+
+# -- one raw-record count ---------------------------------------------------------------------
+
+def _converted(path: Path, out: Path, capsys) -> int:
+    code, printed, err = run_cli(capsys, "convert", path, "-o", out, "--force")
+    assert code == 0, err
+    return int(re.search(r"; ([\d,]+) records? kept as raw events", printed)[1].replace(",", ""))
+
+
+CONVERTIBLE = [p for p in all_fixtures() if p.name != "edge_empty.txt"]
+
+
+@pytest.mark.parametrize("path", CONVERTIBLE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_stats_and_convert_count_the_same_raw_records(path, tmp_path, capsys):
+    _, result = importers.convert_file(path)
+    in_events = sum(isinstance(e, ev.RawRecord) for events in result.runs for e in events)
+    kept = _converted(path, tmp_path / "out.jsonl", capsys)
+    from_source = json.loads(run_cli(capsys, "stats", path, "--json")[1])
+    from_trace = json.loads(run_cli(capsys, "stats", tmp_path / "out.jsonl", "--json")[1])
+    assert kept == in_events == result.raw_count
+    assert from_source["totals"]["raw_records"] == from_trace["totals"]["raw_records"] == kept
+    assert [r["raw_records"] for r in from_source["runs"]] == [r["raw_records"] for r in from_trace["runs"]]
+
+
+def test_a_run_with_no_step_counts_its_raw_records(tmp_path, capsys):
+    """Raw records of a run without steps sit before its first step: counted all the same."""
+    path = fixture("tau-bench", "edge_empty.json")
+    kept = _converted(path, tmp_path / "out.jsonl", capsys)
+    (run,) = json.loads(run_cli(capsys, "stats", tmp_path / "out.jsonl", "--json")[1])["runs"]
+    assert run["steps"] == 0 and run["raw_records"] == kept == 2
+    code, out, _ = run_cli(capsys, "stats", path)
+    assert "raw records  2" in out

@@ -8,6 +8,10 @@ every step instead (and reports every damaged line on the way).
 ``--json`` prints ``{"runs": [{"steps", "answer", "outcome", "verdict", "tools", "errors",
 "repeats", "tokens", "raw_records", ...}, ...], "totals": {...}}``; those keys stay stable,
 more may be added.
+
+``raw_records`` counts every ``raw`` event of the run (records its source had that could not
+be mapped, or events of a type this version does not know), those kept before its first
+step included: the same count ``convert`` reports, summed over the runs.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from rich.text import Text
 
 from agentdbg.cli import render
+from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
 from agentdbg.state import RunState
 from agentdbg.text import one_line
@@ -64,6 +69,12 @@ def final_state(run: Any, full: bool = False) -> RunState:
     return state
 
 
+def raw_record_count(run: Any, state: RunState) -> int:
+    """The run's raw events: those in its steps (the state's count) and those before its
+    first step (a run with no steps keeps all of its raw records there)."""
+    return state.raw_count + sum(isinstance(event, ev.RawRecord) for event in getattr(run, "preamble", ()))
+
+
 def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
     getattr(run, "wait", lambda: None)()
     state = final_state(run, full)
@@ -84,7 +95,7 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
         "repeats": state.repeat_count,
         "guard_trips": [{"step": step, "guard": guard, "message": message} for step, guard, message in state.trips],
         "tokens": {"total": tokens[0], "budget": tokens[1]},
-        "raw_records": state.raw_count,
+        "raw_records": raw_record_count(run, state),
         "complete": end is not None,
     }
 

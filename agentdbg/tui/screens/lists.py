@@ -1,6 +1,9 @@
-"""Choosing a run (episode) of a file, and reading the problems found in a file."""
+"""Choosing a run (episode) of a file, filtering the list, and reading the problems found in a file."""
 
 from __future__ import annotations
+
+import threading
+from functools import partial
 
 from rich.text import Text
 from textual import on
@@ -8,9 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from agentdbg.debugger.filters import parse_filter
+from agentdbg.debugger.run_filter import matching_runs
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.header import outcome_text
 
@@ -25,24 +30,89 @@ def describe_run(index: int, run) -> Text:
 
 
 class RunSwitcher(ModalScreen[int | None]):
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
+    """The runs of a file, each with its outcome and verdict. ``/`` filters them with the
+    filter language: a run is listed when one of its steps matches (``~wrong`` lists the
+    runs a grader judged wrong). The scan runs off the screen's thread."""
 
-    def __init__(self, runs: list, current: int):
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"),
+                Binding("slash", "focus_filter", "Filter", show=False)]
+
+    def __init__(self, runs: list, current: int, filter_text: str = ""):
         super().__init__(id="runs")
         self.runs = runs
         self.current = current
+        self.filter_text = filter_text  # the filter applied now ("" lists every run)
+        self.shown: list[int] = list(range(len(runs)))
+        self._cancel = threading.Event()
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as box:
             box.border_title = f"Runs in this file ({len(self.runs)})"
-            box.border_subtitle = "Enter: open · Esc: cancel"
-            yield OptionList(*(Option(describe_run(i, run), id=str(i)) for i, run in enumerate(self.runs)),
-                             id="run-list")
+            box.border_subtitle = "Enter: open · /: filter · Esc: cancel"
+            yield Input(self.filter_text, id="run-filter",
+                        placeholder="filter, e.g. ~wrong, ~correct, ~error, ~tool Search (Enter applies)")
+            yield Static("", id="run-filter-status")
+            yield OptionList(*self._options(self.shown), id="run-list")
+
+    def _options(self, indexes: list[int]) -> list[Option]:
+        return [Option(describe_run(i, self.runs[i]), id=str(i)) for i in indexes]
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
         options.highlighted = self.current
         options.focus()
+        if self.filter_text:
+            self.apply_filter(self.filter_text)
+
+    def on_unmount(self) -> None:
+        self._cancel.set()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#run-filter", Input).focus()
+
+    @on(Input.Submitted, "#run-filter")
+    def filter_submitted(self, event: Input.Submitted) -> None:
+        self.apply_filter(event.value)
+
+    def apply_filter(self, text: str) -> None:
+        self._cancel.set()  # a scan still running for the previous filter stops
+        status = self.query_one("#run-filter-status", Static)
+        text = text.strip()
+        if not text:
+            self.filter_text = ""
+            self.show_runs(list(range(len(self.runs))), "")
+            return
+        try:
+            flt = parse_filter(text)
+        except ValueError as exc:
+            status.update(Text(f"filter not applied: {one_line(str(exc), 200)}", style="bold red"))
+            return
+        self.filter_text = text
+        cancel = self._cancel = threading.Event()
+        status.update(Text(f"looking for runs with a step matching {one_line(text, 80)}…", style="bold cyan"))
+        self.run_worker(partial(self._scan, flt, text, cancel), thread=True, exclusive=True, group="run-filter")
+
+    def _scan(self, flt, text: str, cancel: threading.Event) -> None:
+        picked = matching_runs(self.runs, flt, cancel)
+        if picked is not None and not cancel.is_set():
+            self.app.call_from_thread(self.show_runs, picked, text)
+
+    def show_runs(self, indexes: list[int], text: str) -> None:
+        if text != self.filter_text:
+            return  # a newer filter was applied meanwhile
+        self.shown = indexes
+        options = self.query_one(OptionList)
+        options.clear_options()
+        options.add_options(self._options(indexes))
+        status = self.query_one("#run-filter-status", Static)
+        if text:
+            status.update(Text(f"{len(indexes):,} of {len(self.runs):,} runs have a step matching "
+                               f"{one_line(text, 80)}", style="bold" if indexes else "yellow"))
+        else:
+            status.update("")
+        if indexes:
+            options.highlighted = indexes.index(self.current) if self.current in indexes else 0
+            options.focus()
 
     @on(OptionList.OptionSelected)
     def chosen(self, event: OptionList.OptionSelected) -> None:

@@ -67,10 +67,15 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if looks_like_json(head):
         if head.lstrip()[0] == "{" and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
             return True, "prompt strings holding Question/Claim episodes"
-        return False, "JSON without ReAct prompt strings"
-    if re.search(r"^[ \t]*Action[ \t]*\d+[ \t]*:", head, re.M) and numbered_steps(head) >= 2:
-        return True, "numbered Thought/Action/Observation lines"
-    return False, "no numbered 'Action N:' lines"
+        return False, "JSON, but no prompt strings holding Question/Claim episodes of numbered steps"
+    numbered = numbered_steps(head)
+    if re.search(r"^[ \t]*Action[ \t]*\d+[ \t]*:", head, re.M):
+        if numbered >= 2:
+            return True, "numbered Thought/Action/Observation lines"
+        return False, "one numbered line only (an 'Action N:'): a run has at least two"
+    if numbered:
+        return False, "numbered Thought/Observation lines, but no 'Action N:' line"
+    return False, "no numbered 'Thought N:', 'Action N:' or 'Observation N:' lines"
 
 
 @dataclass

@@ -166,3 +166,27 @@ def test_an_old_trace_without_verdicts_reads_as_ungraded(tmp_path: Path, sample_
         assert run.end.verdict is None and run.state_at(run.step_count).verdict is None
     finally:
         document.close()
+
+
+# -- a loop of your own ---------------------------------------------------------------------
+
+def test_the_recorder_judges_against_the_expected_answer(tmp_path: Path):
+    import agentdbg
+
+    path = tmp_path / "own.jsonl"
+    with agentdbg.record(path, "1 + 1?", expected="2") as rec:
+        rec.answer(" 2 ")
+    with agentdbg.record(path, "1 + 1?", expected="2") as rec:
+        rec.answer("3")
+    with agentdbg.record(path, "1 + 1?", expected="2"):
+        pass  # no answer: unfinished, and wrong
+    with agentdbg.record(path, "1 + 1?") as rec:
+        rec.answer("2")
+    document = open_document(path)
+    try:
+        getattr(document, "wait", lambda: None)()
+        assert [Verdict.read(run.end) and Verdict.read(run.end).word for run in document.runs] == [
+            "correct", "wrong", "wrong", None]
+        assert document.runs[2].end.outcome == "unfinished"
+    finally:
+        document.close()

@@ -188,7 +188,10 @@ class _Builder:
         name = self.want(data, "name", str, "", default=self.path.stem if self.path else "plan")
         description = self.want(data, "description", str, "", default="")
         task_label = self.want(data, "task_label", str, "", default="Question")
-        known = {"name", "task", "description", "task_label", "guards", "tools", "policy",
+        # The right answer, when the plan knows it: the run's end then says correct or wrong.
+        expected = self.want(data, "expected", (str, int), "", default=None)
+        expected = None if expected is None else str(expected)
+        known = {"name", "task", "description", "task_label", "expected", "guards", "tools", "policy",
                  "memory", "executes_code", "calls_model"}
         for key in data:
             if key not in known:
@@ -216,6 +219,7 @@ class _Builder:
                 task_label=task_label,
                 name=name,
                 source=source,
+                expected=expected,
             )
 
         return Plan(name, task, description, self.path, data, build_agent)

@@ -39,6 +39,7 @@ from agentdbg.engine.guards import (
 )
 from agentdbg.engine.parsers import Action
 from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
+from agentdbg.engine.verdicts import judge_answer
 from agentdbg.recorder_inputs import (
     arguments,
     as_text,
@@ -138,7 +139,7 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
            max_consecutive_errors: int | None = None, token_budget: int | None = None,
            tool_timeout: float | None = None, name: str = "", source: str = "", policy: str = POLICY,
            mode: str = "append", fsync: bool = False, checkpoint_every: int = fmt.CHECKPOINT_EVERY,
-           on_step_written: Callable[[Step], None] | None = None) -> Recorder:
+           on_step_written: Callable[[Step], None] | None = None, expected: str | None = None) -> Recorder:
     """Record one run of your own loop to the trace at ``path`` (see ``Recorder``).
 
     ``tools``: plain functions (described from their type hints), ``Tool`` objects, or a
@@ -150,13 +151,15 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
     seconds a tool run by ``rec.call`` may take (None: no limit, run in your thread).
     ``mode``: ``"append"`` adds the run to an existing trace (several runs per file),
     ``"create"`` refuses a file that is not empty, ``"replace"`` empties a trace.
-    ``on_step_written(step)`` is called after each step's last event is written."""
+    ``on_step_written(step)`` is called after each step's last event is written.
+    ``expected``: the right answer, when you know it: the run's end then says whether the
+    final answer matches it (exactly, once whitespace and case are normalised)."""
     guards = _guard_set(max_steps, repeat, repeat_threshold, max_consecutive_errors, token_budget)
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, tool_timeout)
     writer = TraceWriter(path, mode=mode, fsync=fsync, checkpoint_every=checkpoint_every,
                          header={"source": source} if source else None)
     return Recorder(writer, task, registry=registry, guards=guards, name=name, source=source, policy=policy,
-                    on_step_written=on_step_written)
+                    on_step_written=on_step_written, expected=expected)
 
 
 def _guard_set(max_steps: int | None, repeat: str | RepetitionGuard, threshold: int | None,
@@ -201,8 +204,9 @@ class Recorder:
 
     def __init__(self, writer: TraceWriter, task: str = "", *, registry: ToolRegistry | None = None,
                  guards: GuardSet | None = None, name: str = "", source: str = "", policy: str = POLICY,
-                 on_step_written: Callable[[Step], None] | None = None):
+                 on_step_written: Callable[[Step], None] | None = None, expected: str | None = None):
         self.task = task
+        self.expected = expected
         self.registry = registry if registry is not None else ToolRegistry(default_timeout=None)
         self.guards = guards if guards is not None else GuardSet.of(None)
         self.guards.reset()
@@ -557,8 +561,10 @@ class Recorder:
     def _finish(self, outcome: Outcome) -> None:
         self._start()
         self.outcome = outcome
+        verdict = None if self.expected is None else judge_answer(outcome.answer, self.expected)
         self._write(ev.RunEnd(step=outcome.steps, outcome=outcome.status, answer=outcome.answer,
-                              steps=outcome.steps, guard=outcome.guard, message=outcome.message))
+                              steps=outcome.steps, guard=outcome.guard, message=outcome.message,
+                              verdict=verdict))
         pending = self._pending_hook
         if pending is not None:
             self._pending_hook = None

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.engine.events import _check_counter, _check_results, _check_texts, _is_count
+from agentdbg.engine.events import (
+    _check_counter,
+    _check_results,
+    _check_texts,
+    _check_verdict,
+    _is_count,
+)
 
 STATE_VERSION = 1
 
@@ -246,6 +252,7 @@ class RunState:
     memory: MemoryState = field(default_factory=MemoryState)
     answer: str | None = None
     outcome: str | None = None  # set once the run has ended
+    verdict: dict | None = None  # the grader's, once the run has ended with one (run_end.verdict)
 
     @classmethod
     def initial(cls, info: RunInfo) -> RunState:
@@ -286,12 +293,13 @@ class RunState:
             memory=self.memory.advance(record),
             answer=record.answer if record.answer is not None else self.answer,
             outcome=end.outcome if end is not None else self.outcome,
+            verdict=end.verdict if end is not None else self.verdict,
         )
 
     def to_dict(self) -> dict[str, Any]:
         """For checkpoints: plain JSON, versioned."""
         m = self.memory
-        return {
+        data = {
             "v": STATE_VERSION,
             "step": self.step,
             "steps": self.steps,
@@ -318,6 +326,9 @@ class RunState:
             "answer": self.answer,
             "outcome": self.outcome,
         }
+        if self.verdict is not None:  # only once a run has ended graded: checkpoints stay as they were
+            data["verdict"] = self.verdict
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:
@@ -341,6 +352,9 @@ class RunState:
         for key in ("answer", "outcome"):
             if not (data.get(key) is None or isinstance(data[key], str)):
                 raise ValueError(f"checkpoint state is malformed: {key!r} should be a string or null")
+        verdict = data.get("verdict")  # absent from checkpoints written before verdicts: none
+        if verdict is not None and (not isinstance(verdict, dict) or _check_verdict(verdict)):
+            raise ValueError("checkpoint state is malformed: 'verdict' should be a grader's verdict or null")
         # The same shapes the memory events must have: the state's tiers are made of them.
         m = data.get("memory")
         shapes = [(key, _check_texts) for key in ("buffer", "added", "evicted", "stored")] + [("recalled", _check_results)]
@@ -377,6 +391,7 @@ class RunState:
                 ),
                 answer=data["answer"],
                 outcome=data["outcome"],
+                verdict=verdict,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"checkpoint state is malformed: {exc}") from None
@@ -477,19 +492,22 @@ class Tally:
     raw_count: int = 0
     answer: str | None = None
     outcome: str | None = None
+    verdict: dict | None = None  # the grader's, from run_end
 
     @classmethod
     def from_state(cls, state: RunState) -> Tally:
         return cls(state.step, list(state.steps), list(state.repeats), list(state.errors), list(state.tokens),
                    state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
                    state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
-                   state.raw_count, state.answer, state.outcome)
+                   state.raw_count, state.answer, state.outcome, state.verdict)
 
     def add(self, record: StepRecord) -> None:
         self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
                        record.observation_error, record.guards, record.answer,
                        None if record.tripped is None else (record.tripped.guard, record.tripped.message),
                        len(record.raw), None if record.end is None else record.end.outcome)
+        if record.end is not None and record.end.verdict is not None:
+            self.verdict = record.end.verdict
 
     def add_parts(self, step: int, tool: str | None, step_error: bool, parse_error: bool,
                   observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,

@@ -24,6 +24,7 @@ from rich.text import Span, Text
 from agentdbg.cli.terminal import make_console as make_console
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
+from agentdbg.engine.verdicts import Verdict
 from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord
 from agentdbg.text import escape_json, one_line, sanitize, shorten
@@ -167,6 +168,23 @@ def run_outcome(run: Any, state: RunState | None = None) -> str:
     if state is not None and state.outcome:
         return state.outcome
     return "incomplete" if run.complete else "running"
+
+
+def run_verdict(run: Any, state: RunState | None = None) -> Verdict | None:
+    """The grader's verdict on the run (``run_end.verdict``), None when it has none."""
+    end = run.end
+    return Verdict.read(end.verdict if end is not None else state.verdict if state is not None else None)
+
+
+VERDICT_STYLES = {"correct": "bold green", "wrong": "bold red"}
+
+
+def verdict_style(verdict: Verdict) -> str:
+    return VERDICT_STYLES.get(verdict.word, "bold yellow")
+
+
+def verdict_dict(verdict: Verdict | None) -> dict[str, Any] | None:
+    return None if verdict is None else verdict.to_dict()
 
 
 def plural(count: int, word: str) -> str:
@@ -440,6 +458,10 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
     outcome = run_outcome(run, state)
     style = "bold green" if outcome == "answered" else "bold red" if outcome in ("incomplete", "running") else "bold yellow"
     value.append(sanitize(outcome), style=style)
+    verdict = run_verdict(run, state)
+    if verdict is not None:
+        value.append(", ")
+        value.append(verdict.word, style=verdict_style(verdict))
     if end is not None:
         value.append(f" after {plural(end.steps, 'step')}")
         if end.answer is not None:
@@ -450,7 +472,10 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
             value.append(_clean(end.message))
     elif outcome == "incomplete":
         value.append(f" after {plural(run.step_count, 'step')} (the run has no end: recording cut off?)")
-    return rows_text([("", "outcome", value)], width, number_width=0, label_width=8)
+    rows: list[tuple[str, str, str | Text]] = [("", "outcome", value)]
+    if verdict is not None and verdict.details():
+        rows.append(("", "", Text(_clean(verdict.details()), style="dim")))
+    return rows_text(rows, width, number_width=0, label_width=8)
 
 
 def state_block(state: RunState, info: RunInfo, width: int) -> Text:
@@ -474,7 +499,14 @@ def state_block(state: RunState, info: RunInfo, width: int) -> Text:
     if state.answer is not None:
         rows.append(("", "answer", Text(_text(state.answer), style="bold")))
     if state.outcome is not None:
-        rows.append(("", "outcome", _clean(state.outcome)))
+        verdict = Verdict.read(state.verdict)
+        outcome = Text(_clean(state.outcome))
+        if verdict is not None:
+            outcome.append(", ")
+            outcome.append(verdict.word, style=verdict_style(verdict))
+            if verdict.details():
+                outcome.append(f" ({_clean(verdict.details())})")
+        rows.append(("", "outcome", outcome))
     out = Text("state after this step\n", style="bold")
     out.append_text(rows_text(rows, width, number_width=0, label_width=16))
     memory = state.memory

@@ -177,6 +177,32 @@ class FEnd(Filter):
         return record.end is not None
 
 
+def _judged(record: Any) -> bool | None:
+    """The grader's judgement of the run, on the step where it ended (None elsewhere, and
+    for a run without a verdict or with a score but no judgement)."""
+    end = record.end
+    verdict = end.verdict if end is not None else None
+    return verdict.get("correct") if isinstance(verdict, dict) else None
+
+
+class FWrong(Filter):
+    code = "~wrong"
+    help = "the run ends here and a grader judged it wrong (its verdict)"
+    eventful = True
+
+    def _matches(self, record):
+        return _judged(record) is False
+
+
+class FCorrect(Filter):
+    code = "~correct"
+    help = "the run ends here and a grader judged it correct"
+    eventful = True
+
+    def _matches(self, record):
+        return _judged(record) is True
+
+
 class FRaw(Filter):
     code = "~raw"
     help = "the step holds records an import could not map"
@@ -379,8 +405,8 @@ class FTotal(_Compare):
 # In the order the help screen lists them.
 FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
-    for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FObs,
-                FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw)
+    for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
+                FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw)
 }
 
 

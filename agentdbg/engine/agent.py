@@ -25,6 +25,7 @@ from agentdbg.engine.parsers import Action, FinalAnswer, Step, get_parser
 from agentdbg.engine.policies import Policy, as_policy
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
 from agentdbg.engine.tools import ToolError, ToolRegistry
+from agentdbg.engine.verdicts import judge_answer
 
 OUTCOME_TEXT = {
     "budget exhausted": "INTERRUPTED: step budget exhausted",
@@ -178,6 +179,7 @@ class ReActAgent:
         task_label: str = "Question",
         name: str = "",
         source: str = "",
+        expected: str | None = None,
     ):
         self.policy = as_policy(policy)
         self.registry = registry
@@ -191,6 +193,7 @@ class ReActAgent:
         self.task_label = task_label
         self.name = name
         self.source = source
+        self.expected = expected  # the right answer, when known: the run's end carries a verdict
 
     def guard_settings(self) -> dict[str, Any]:
         return {
@@ -405,6 +408,7 @@ class AgentRun:
                 steps=outcome.steps,
                 guard=outcome.guard,
                 message=outcome.message,
+                verdict=None if self.agent.expected is None else judge_answer(outcome.answer, self.agent.expected),
             ),
             result,
         )

@@ -30,6 +30,7 @@ from textual.worker import get_current_worker
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
+from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.runs import Document
 from agentdbg.tui import commands
 from agentdbg.tui.safe import one_line
@@ -107,6 +108,7 @@ class DebuggerApp(App[None]):
         self._sidecar: Sidecar | None = None  # where the breakpoints are saved
         self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
+        self.run_filter = ""  # the run list's filter (r then /)
         self.busy: str | None = None  # the operation a worker is running
         self._cancel = Cancel()
         # A document is closed only when no worker reads it: see close_when_idle.
@@ -187,6 +189,7 @@ class DebuggerApp(App[None]):
         self.document = document
         self._label = label or self._label
         self.sessions = {}
+        self.run_filter = ""
         self._problems = []
         self._problems_seen = 0
         self._document_problems = 0
@@ -566,7 +569,9 @@ class DebuggerApp(App[None]):
             return "no outcome recorded"
         end = run.end
         answer = f": {one_line(end.answer, 60)}" if end.answer is not None else ""
-        return f"{one_line(end.outcome, 60)}{answer}"
+        verdict = Verdict.read(end)
+        details = f"; {one_line(verdict.details(), 100)}" if verdict is not None and verdict.details() else ""
+        return f"{outcome_with_verdict(one_line(end.outcome, 60), verdict)}{answer}{details}"
 
     def reason_style(self) -> str:
         session = self.session
@@ -678,12 +683,15 @@ class DebuggerApp(App[None]):
             self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
+        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter)
+
         def answer(index: int | None) -> None:
+            self.run_filter = switcher.filter_text  # the list opens filtered the same next time
             if index is not None and index != self.run_index:
                 self.run_index = index
                 self.show_run()
 
-        self.push_screen(RunSwitcher(document.runs, self.run_index), answer)
+        self.push_screen(switcher, answer)
 
     def action_show_problems(self) -> None:
         self.push_screen(ProblemsScreen(list(self.problems)))

@@ -75,6 +75,11 @@ def test_malformed_events_say_what_is_wrong(data, message):
         ev.event_from_dict(data)
 
 
+def test_a_null_verdict_is_no_verdict():
+    event = ev.event_from_dict({"type": "run_end", "step": 2, "outcome": "answered", "verdict": None})
+    assert event.verdict is None
+
+
 def test_an_unknown_type_is_kept_as_a_raw_record():
     event = ev.event_from_dict({"type": "reflection", "step": 4, "text": "hmm"})
     assert isinstance(event, ev.RawRecord)

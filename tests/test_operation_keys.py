@@ -254,3 +254,26 @@ def test_a_crash_between_the_side_effect_and_its_record_never_lets_it_run_twice(
     rerun = document.runs[-1]
     assert "its effect is unknown" in rerun.record(1).observation and rerun.record(1).observation_error
     document.close()
+
+
+def test_the_journal_of_a_trace_file_reads_only_real_lines_and_skips_damaged_ones(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert len(read_journal(empty)) == 0
+    key = 'pay:{"order":"A"}'
+    lines_written = [
+        {"type": "header", "format": "agentdbg-trace", "version": 1},
+        {"type": "run_start", "step": 0, "task": "t"},
+        {"type": "step", "step": 1},
+        # Words that look like journal lines inside another event's data: not lines of their own.
+        {"type": "raw", "step": 1, "data": {"type": "run_start", "key": "x"}, "note": '{"type":"operation","key":"y"}'},
+        {"type": "action", "step": 1, "tool": "kv_set", "args": {"key": "k", "value": "v"}},
+        {"type": "operation", "step": 1, "key": key, "tool": "pay"},
+        {"type": "observation", "step": 1, "text": "paid", "key": key},
+    ]
+    path = tmp_path / "trace.jsonl"
+    text = "\n".join(json.dumps(line, separators=(",", ":")) for line in lines_written)
+    path.write_text(text + '\n{"type":"operation","step":2,"key":"pay:cut\n{"type":"observation","key":"z",\n',
+                    encoding="utf-8")
+    journal = read_journal(path)
+    assert [(r.key, r.run, r.step, r.text) for r in journal.entries()] == [(key, 1, 1, "paid")]

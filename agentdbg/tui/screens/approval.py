@@ -24,6 +24,13 @@ from agentdbg.engine.approval import ApprovalRequest, Decision
 from agentdbg.text import escape_json
 from agentdbg.tui.safe import clean, one_line
 
+APPROVAL_KEYS = (  # for the help screen
+    ("a", "approve: the call runs as proposed"),
+    ("d", "deny, with a reason the policy reads (Enter); the call does not run"),
+    ("e", "edit the arguments as JSON, checked against the tool's parameters (ctrl+s runs them)"),
+    ("Esc", "leave the deny or edit form; at the choices, deny"),
+    ("q", "quit: the waiting call is denied"),
+)
 ARGS_SHOWN = 6000  # characters of the arguments shown (all of them are in the editor)
 DISMISSED = "dismissed with Esc"
 

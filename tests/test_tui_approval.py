@@ -220,3 +220,22 @@ async def test_with_approve_given_on_the_command_line_the_debugger_does_not_ask(
         await press(pilot, "n", "n")
         assert not isinstance(app.screen, ApprovalScreen)
         assert app.session.record().observation.startswith("ERROR: denied by --approve never")
+
+
+async def test_a_retried_operation_is_replayed_without_asking_and_the_scratchpad_says_so(tmp_path):
+    plan = plan_copy(tmp_path, PLAN)
+    text = plan.read_text(encoding="utf-8").replace('{"path": "/var/log"}', '{"path": "/var/log/app/old-2023.log"}')
+    plan.write_text(text, encoding="utf-8")
+    app = debug.build_app(argparse.Namespace(file=str(plan), format=None, run=1, allow_code=False,
+                                             allow_network=False, approve=None))
+    async with app.run_test(size=SIZE) as pilot:
+        await step_to_the_first_deletion(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        await press(pilot, "n")  # the same path again: answered from step 2, nobody asked
+        assert not isinstance(app.screen, ApprovalScreen)
+        record = app.session.record()
+        assert record.replayed == {"step": 2} and record.observation == "deleted /var/log/app/old-2023.log"
+        assert pretend_calls(app) == [{"path": "/var/log/app/old-2023.log"}]
+        shown = pane_text(app, "scratchpad")
+        assert "Replayed: not run again: the result recorded at step 2 for operation delete_file:" in shown

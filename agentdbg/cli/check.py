@@ -76,6 +76,18 @@ def _tokens(record: StepRecord) -> str | None:
     return None
 
 
+def _denied(record: StepRecord) -> str | None:
+    if record.decision == "denied":
+        return f"{record.call or record.tool}: {record.approval_text()}"
+    return None
+
+
+def _edited(record: StepRecord) -> str | None:
+    if record.decision == "edited":
+        return f"{record.call or record.tool}: {record.approval_text()}"
+    return None
+
+
 def _final_missing(run: Any, document: Any) -> str | None:
     end = run.end
     if end is None:
@@ -107,6 +119,8 @@ CONDITIONS: dict[str, Condition] = {
     "budget": Condition("a budget ran out: steps, consecutive errors or tokens", step=_budget),
     "guard": Condition("any guard stopped the run (a budget or the repetition brake)", step=_guard),
     "tokens": Condition("the token budget was exhausted", step=_tokens),
+    "denied": Condition("a call to a dangerous tool was denied", step=_denied),
+    "edited": Condition("a call to a dangerous tool ran with edited arguments", step=_edited),
     "final-missing": Condition("the run ended without a final answer (or did not end)", run=_final_missing),
     "incomplete": Condition("the run has no end (the recording was cut off)", run=_incomplete),
     "wrong": Condition("a grader judged the run wrong (a run without a verdict never fails this)", run=_wrong),

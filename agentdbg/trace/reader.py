@@ -61,6 +61,7 @@ _BOM = b"\xef\xbb\xbf"
 _RUN_START_LINE = b"\n" + fmt.RUN_START_PREFIX
 # Lines that shape the index: each match starts at the newline before the line.
 _STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
+_STRUCTURE_TYPES = ("step", "run_start", "checkpoint")
 _OVERLAP = 32  # longer than any match: a match cut by a chunk's end is found in the next
 _KIND_AT = 10  # the byte after '\n{"type":"': s(tep), r(un_start), c(heckpoint)
 _STEP, _RUN_START, _CHECKPOINT = ord("s"), ord("r"), ord("c")
@@ -574,10 +575,23 @@ class TraceIndex:
         if first - self.start > 16 * source.max_line_bytes:
             source.report(self.start, f"{_size_text(first - self.start)} before the first run could not be read as events")
             return
+        unshaped = 0  # structure lines not in the layout the index finds (spaces, "type" not first)
         for line in source.lines(self.start, first):
             event = source.decode(line, 0)
-            if event is not None:
+            if event is None:
+                continue
+            if event.type in _STRUCTURE_TYPES:
+                unshaped += 1
+                if unshaped == 1:
+                    source.report(line.offset, f"a {event.type} line not in the trace layout: agentdbg finds runs and "
+                                  f'steps by lines that begin exactly {{"type":"{event.type}", (compact JSON, '
+                                  '"type" first, as agentdbg.trace.format.event_line writes them); this one has '
+                                  "spaces or another key first, so no run of the file can be found")
+                continue
+            if not unshaped:
                 source.report(line.offset, f"a {event.type} event outside any run (no run_start before it): ignored")
+        if unshaped > 1:
+            source.report(self.start, f"{unshaped - 1:,} more run_start, step or checkpoint lines not in the trace layout")
 
 
 class TraceRuns(Sequence):

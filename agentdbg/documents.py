@@ -29,8 +29,9 @@ def run_plan_to_end(plan: Plan, path: str = "") -> Document:
 
 
 def open_document(path: str | Path, *, format: str | None = None, allow_code: bool = False,
-                  allow_network: bool = False, live: bool = True) -> Document:
-    """Open ``path``; ``format`` forces an importer (or "plan" / "trace")."""
+                  allow_network: bool = False, live: bool = True, follow: bool | None = None) -> Document:
+    """Open ``path``; ``format`` forces an importer (or "plan" / "trace"). ``live``: a plan
+    runs step by step; ``follow`` (default: ``live``): a trace grows as it is written."""
     path = Path(path)
     if not path.exists():
         raise OpenError(f"{path}: no such file")
@@ -42,7 +43,7 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
     from agentdbg.trace import reader
 
     if format == "trace" or (format is None and reader.sniff(path)):
-        return reader.open_trace(path)
+        return reader.open_trace(path, follow=live if follow is None else follow)
     from agentdbg import importers
 
     return importers.open_import(path, format=format)

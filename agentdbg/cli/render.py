@@ -40,6 +40,7 @@ LABEL_STYLES = {
     "Error": "bold red",
     "Raw": "magenta",
     "Guard": "bold yellow",
+    "Paused": "yellow",
 }
 MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
                  "repeat": "bold yellow", "raw": "magenta"}
@@ -67,7 +68,8 @@ def open_input(args: argparse.Namespace) -> Document:
 
     try:
         return open_document(args.file, format=args.format, allow_code=args.allow_code,
-                             allow_network=getattr(args, "allow_network", False), live=False)
+                             allow_network=getattr(args, "allow_network", False), live=False,
+                             follow=getattr(args, "follow", False))
     except ModuleNotFoundError as exc:  # no importers in this installation
         if exc.name and exc.name.startswith("agentdbg.importers"):
             raise InputError(f"{args.file}: not an agentdbg trace or plan") from None

@@ -12,8 +12,10 @@ an I/O error): the run stops there and the trace keeps every event written befor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.text import Text
@@ -34,15 +36,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
                         help=f"write the derived state every N steps (default {CHECKPOINT_EVERY}), so readers can start there")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing when all goes well")
+    parser.add_argument("--attach", nargs="?", const="on", choices=("on", "wait"), metavar="wait",
+                        help="let a debugger open on TRACE pause the run at its breakpoints (a socket beside it, "
+                             "TRACE.agentdbg.sock); --attach wait: the first step waits for one to attach")
+    parser.add_argument("--pause-timeout", type=float, default=None, metavar="SECONDS",
+                        help="with --attach: how long a paused run waits for the debugger before going on "
+                             "(default 600)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentdbg.attach.agent import run_plan_attached
+    from agentdbg.attach.protocol import ChannelError
     from agentdbg.plans import load_plan, looks_like_plan
     from agentdbg.trace.writer import TraceBusyError, TraceExistsError, TraceWriteError, TraceWriter
 
     plan_path, output = Path(args.plan), Path(args.output)
     if args.force and args.append:
         return render.fail("record", "--force and --append: choose one")
+    if args.pause_timeout is not None:
+        from agentdbg.attach.agent import checked_timeout
+
+        if not args.attach:
+            return render.fail("record", "--pause-timeout is for --attach: a paused run waits that long")
+        try:
+            checked_timeout(args.pause_timeout, "--pause-timeout")
+        except ValueError as exc:
+            return render.fail("record", str(exc))
     if not plan_path.exists():
         return render.fail("record", f"{plan_path}: no such file")
     if plan_path.is_dir():
@@ -72,8 +91,13 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return render.fail("record", f"cannot write {output}: {exc.strerror or exc}")
     try:
-        with writer:
-            trace = plan.run(on_event=writer.write)
+        with writer, _channel(args, output, writer) as channel:
+            if channel is None:
+                trace = plan.run(on_event=writer.write)
+            else:
+                trace = run_plan_attached(plan, writer, channel)
+    except ChannelError as exc:
+        return render.fail("record", f"--attach: {exc}")
     except TraceWriteError as exc:  # the run stops at the first event it could not write
         render.fail("record", str(exc))
         return 1
@@ -93,6 +117,26 @@ def run(args: argparse.Namespace) -> int:
         render.make_console().print(line, soft_wrap=True)
     sys.stdout.flush()
     return 0
+
+
+@contextlib.contextmanager
+def _channel(args: argparse.Namespace, output: Path, writer: object) -> Iterator[object]:
+    """The debugger's channel beside the trace with --attach (closed at the end), else None."""
+    if not args.attach:
+        yield None
+        return
+    from agentdbg.attach.agent import AgentChannel
+    from agentdbg.attach.protocol import PAUSE_TIMEOUT
+
+    timeout = PAUSE_TIMEOUT if args.pause_timeout is None else args.pause_timeout
+    channel = AgentChannel(output, pause_timeout=timeout, wait=args.attach == "wait")
+    try:
+        if not args.quiet:
+            print(f"agentdbg record: a debugger can attach: agentdbg {one_line(str(output), 300)}",
+                  file=render.terminal_stream(sys.stderr), flush=True)
+        yield channel
+    finally:
+        channel.close()
 
 
 def _same_file(output: Path, plan: Path) -> bool:

@@ -4,6 +4,8 @@ valid opens; a file that cannot be a trace at all starts the app with the reason
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle, status
@@ -43,6 +45,10 @@ def damage(tmp_path, how: str):
         header["version"] = 99
         lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
         path.write_bytes(b"".join(lines))
+    # Damaged a while ago: a file without a writer's lock that grew in the last seconds may
+    # still be being written, and its cut last line is waited for (agentdbg.trace.follow).
+    old = time.time() - 60
+    os.utime(path, (old, old))
     return path
 
 

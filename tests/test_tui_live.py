@@ -145,6 +145,29 @@ async def test_a_running_agent_pauses_at_its_error_step_until_c_resumes_it(tmp_p
     assert pauses(path) == [(2, "resumed")]
 
 
+async def test_n_lets_a_paused_agent_run_one_step_and_pause_again(tmp_path):
+    path, marker = tmp_path / "run.jsonl", tmp_path / "marks"
+    agent = start_agent(path, marker, attach="wait", pause_timeout=60)
+    try:
+        app = following(path)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: "agent paused at step 2" in header(app), what="the agent paused")
+            await press(pilot, "n")
+            await until(pilot, lambda: "agent paused at step 3" in header(app), what="paused after one step")
+            assert app.session.cursor == 3 and "one step (n)" in status(app)
+            assert marks(marker) == ["after 1", "after 2"]
+            await press(pilot, "n")
+            await until(pilot, lambda: "done" in marks(marker), what="the agent went on")
+        assert agent.wait(10) == 0
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        agent.wait()
+        agent.stdout.close()
+        agent.stderr.close()
+    assert pauses(path) == [(2, "resumed"), (3, "resumed")]
+
+
 async def test_a_paused_agent_goes_on_after_its_pause_timeout(tmp_path):
     path, marker = tmp_path / "run.jsonl", tmp_path / "marks"
     agent = start_agent(path, marker, attach="wait", pause_timeout=1.0)

@@ -71,6 +71,9 @@ def test_fields_at_their_default_are_not_written():
         ({"type": "run_start", "step": 0, "task": "t", "tools": [{"name": "c", "params": []}]}, "params as an object"),
         ({"type": "pause", "step": 2, "ended": "later"}, "field 'ended' should be one of resumed, timeout, detached"),
         ({"type": "pause", "step": 2, "waited": -1}, "field 'waited' should be a number of seconds"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": None}, "field 'tools' should be list, got NoneType"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": True}, "field 'tools' should be list, got bool"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": 5}, "field 'tools' should be list, got int"),
     ],
 )
 def test_malformed_events_say_what_is_wrong(data, message):

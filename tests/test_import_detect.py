@@ -13,6 +13,9 @@ from agentdbg.documents import OpenError, open_document
 
 EXPECTED_FORMAT = {
     "react-paper": "react-paper",
+    "reflexion": "reflexion",
+    "webshop": "webshop",
+    "alfworld": "alfworld",
     "transcript": "transcript",
     "swe-agent": "swe-agent",
     "openai-chat": "openai-chat",
@@ -26,6 +29,10 @@ EXPECTED_FORMAT = {
     "openhands": "openhands",
     "tau-bench": "tau-bench",
     "mini-swe-agent": "mini-swe-agent",
+    "otel-sdk": "otel-sdk",
+    "otlp-protobuf": "otlp-protobuf",
+    "openai-responses": "openai-responses",
+    "langchain": "langchain",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

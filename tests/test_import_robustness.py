@@ -18,10 +18,16 @@ KEYS = st.sampled_from([
     "tool_call_ids", "messages", "trajectory", "history", "info", "action", "observation", "thought",
     "resourceSpans", "scopeSpans", "spans", "attributes", "key", "value", "stringValue", "intValue",
     "input", "tool_use_id", "is_error", "text", "usage", "exit_status", "submission", "system", "message",
+    "context", "trace_id", "span_id", "parent_id", "parent", "kind", "start_time", "final_output", "events",
+    "object", "output", "call_id", "summary", "run_type", "inputs", "outputs", "child_runs", "generations",
+    "post", "patch", "dotted_order", "raw_item", "generated_items", "$schemaVersion", "kwargs", "lc", "data",
 ])
 LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6),
                  st.sampled_from(["assistant", "user", "tool", "chat", "execute_tool", "invoke_agent",
-                                  "tool_use", "tool_result", "text", "gen_ai.operation.name"]))
+                                  "tool_use", "tool_result", "text", "gen_ai.operation.name", "call_llm",
+                                  "function_call", "function_call_output", "reasoning", "message", "response",
+                                  "summary_text", "output_text", "web_search_call", "llm", "chain",
+                                  "SpanKind.INTERNAL", "inference", "agentic.tool.invocation", "0x01", "0x02"]))
 VALUES = st.recursive(LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                     st.dictionaries(KEYS, inner, max_size=5)), max_leaves=30)
 PARTS = st.lists(st.fixed_dictionaries({
@@ -104,6 +110,19 @@ LINES = st.lists(st.sampled_from([
     "Question: q", "Claim: c", "Thought: t", "Action: a[b]", "Action: x: y", "Action Input: {", "Observation: o",
     "Final Answer: f", "Answer: a", "Thought 1: t", "Action 1: Search[x]", "Action 2: ", "Finish[x]",
     "Observation 1: Invalid action: x", "{'steps': 2, 'answer': 'b'}", "-----------", "", "junk"]), max_size=12)
+# The papers' harnesses' dialects: retries, trial sections, WebShop pages, ALFWorld commands.
+DIALECT_LINES = st.lists(st.sampled_from([
+    "ohh...", "ohh... t", "Thought 1: t", "Thought 2: t", "Action 1: Search[x]", "Action 2:", "Observation 1: o",
+    "Question: q", "Question: q?You have attempted to answer following question before and failed.",
+    "Reflections:", "- r", "Correct answer: a", "Context: c", "(END PREVIOUS TRIAL)", "BEGIN TRIAL 1",
+    "Trial summary: Correct: 1", "#####", "------------- BEGIN CORRECT AGENTS -------------",
+    "------------- BEGIN HALTED AGENTS --------------", "Action: reset", "Observation: ", "Webshop", "Instruction:",
+    "Action: search[x]", "Action: click[Buy Now]", "Action: think[t", "Action: x", "Observation: Invalid action!",
+    "Observation: Your score (min 0.0, max 1.0): 1.0", "Observation: Your score (min 0.0, max 1.0): 1e999",
+    "1 0.5 0.5 0.0", "0.5 0.5 0.0", "-----------------", "3", "STATUS: FAIL", "STATUS: OK", "Next plan: p",
+    "New plan: p", "Environment #1:", "Environment #2: Success", "Here is the task:",
+    "Your memory for the task below:", "Trial 0:", "Your task is to: t", "> go to x 1", "> think: t", "> ",
+    "Nothing happens.", "OK.", "", "junk"]), max_size=16)
 
 ROLLOUT_LINE = st.fixed_dictionaries({
     "timestamp": LEAF, "type": st.sampled_from(["session_meta", "turn_context", "response_item", "event_msg", "x"]),
@@ -143,6 +162,53 @@ VERCEL_STEP = st.fixed_dictionaries({
     "usage": VALUES, "finishReason": LEAF, "response": VALUES, "warnings": VALUES})
 VERCEL = st.fixed_dictionaries({"steps": st.one_of(LEAF, st.lists(st.one_of(VERCEL_STEP, LEAF), max_size=4)),
                                 "prompt": LEAF, "messages": VALUES, "finishReason": LEAF, "usage": VALUES})
+ATTRIBUTE_KEYS = st.sampled_from([
+    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result", "error.type", "gen_ai.usage.input_tokens", "gen_ai.input.messages",
+    "gen_ai.output.messages", "gen_ai.prompt.0.role", "gen_ai.prompt.0.content", "gen_ai.prompt.1.tool_call_id",
+    "gen_ai.completion.0.content", "gen_ai.completion.0.tool_calls.0.name", "gen_ai.completion.0.tool_calls.0.id",
+    "gen_ai.completion.1.content", "llm.request.type", "llm.request.functions.0.name", "llm.usage.total_tokens",
+    "traceloop.span.kind", "traceloop.entity.input", "traceloop.entity.output", "gen_ai.output", "gen_ai.tool.args",
+    "span.type", "entity.1.name"])
+PLAIN_ATTRIBUTES = st.dictionaries(ATTRIBUTE_KEYS, st.one_of(LEAF, MESSAGES_ATTR, VALUES), max_size=6)
+SDK_SPAN = st.fixed_dictionaries({
+    "name": LEAF, "kind": st.sampled_from(["SpanKind.INTERNAL", "internal", None]),
+    "context": st.one_of(LEAF, st.fixed_dictionaries({"trace_id": st.sampled_from(["0x1", "0x2", 1, None]),
+                                                      "span_id": st.sampled_from(["0x1", "0x2", "0x3", 2, 3, None])})),
+    "parent_id": st.sampled_from(["0x1", "0x2", None, 3]),
+    "parent": st.one_of(st.none(), st.fixed_dictionaries({"span_id": st.sampled_from([1, 2, None])})),
+    "start_time": st.one_of(LEAF, st.sampled_from(["2026-01-01T00:00:00Z", "2026-13-01", "x"])),
+    "status": VALUES, "attributes": st.one_of(VALUES, PLAIN_ATTRIBUTES),
+    "events": st.one_of(VALUES, st.lists(st.fixed_dictionaries({
+        "name": st.sampled_from(["data.input", "data.output", "metadata", "exception"]), "attributes": VALUES}),
+        max_size=3))})
+ITEM = st.fixed_dictionaries({
+    "type": st.sampled_from(["message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+                             "web_search_call", "code_interpreter_call", "mcp_call", "local_shell_call_output",
+                             "compaction", "odd"]),
+    "role": st.sampled_from(["user", "assistant", "system", None]), "content": st.one_of(LEAF, VALUES),
+    "call_id": st.sampled_from(["c1", "c2", None, 3]), "id": LEAF, "name": LEAF, "arguments": VALUES,
+    "output": VALUES, "summary": VALUES, "status": LEAF, "action": VALUES, "input": LEAF})
+RESPONSES = st.one_of(
+    st.lists(ITEM, max_size=6),
+    st.fixed_dictionaries({"object": st.just("response"), "output": st.one_of(st.lists(ITEM, max_size=4), VALUES),
+                           "usage": VALUES, "status": LEAF, "model": LEAF, "tools": VALUES, "error": VALUES}),
+    st.fixed_dictionaries({"$schemaVersion": st.just("1.13"), "original_input": st.one_of(LEAF, st.lists(ITEM, max_size=3)),
+                           "generated_items": st.lists(st.fixed_dictionaries({
+                               "type": st.sampled_from(["tool_call_item", "tool_approval_item", "message_output_item"]),
+                               "raw_item": st.one_of(ITEM, LEAF)}), max_size=4),
+                           "model_responses": VALUES, "current_step": VALUES}))
+LC_RUN = st.recursive(
+    st.fixed_dictionaries({"id": st.sampled_from(["r1", "r2", "r3", None]), "name": LEAF,
+                           "run_type": st.sampled_from(["chain", "llm", "chat_model", "tool", "retriever", None]),
+                           "parent_run_id": st.sampled_from(["r1", "r2", None]),
+                           "dotted_order": st.sampled_from(["1", "1.2", "1.2.3", None]),
+                           "inputs": VALUES, "outputs": VALUES, "error": LEAF, "extra": VALUES,
+                           "start_time": LEAF}),
+    lambda inner: st.fixed_dictionaries({"id": LEAF, "run_type": st.just("chain"), "inputs": VALUES,
+                                         "child_runs": st.lists(inner, max_size=3)}), max_leaves=8)
+LANGCHAIN = st.one_of(LC_RUN, st.lists(LC_RUN, max_size=4),
+                      st.fixed_dictionaries({"post": st.lists(LC_RUN, max_size=3), "patch": st.lists(LC_RUN, max_size=3)}))
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -185,6 +251,20 @@ def test_evaluation_output_lines(instances):
 
 
 @SETTINGS
+@given(st.one_of(st.lists(SDK_SPAN, max_size=5), st.fixed_dictionaries({
+    "spans": st.lists(SDK_SPAN, max_size=5), "final_output": VALUES}), RESPONSES, LANGCHAIN))
+def test_json_near_the_span_and_run_formats(value):
+    _every_importer_copes_with(json.dumps(value))
+
+
+@SETTINGS
+@given(st.lists(SDK_SPAN, max_size=4), st.integers(0, 400))
+def test_concatenated_span_dumps_cut_anywhere(spans, cut):
+    text = "".join(json.dumps(span, indent=4) + "\n" for span in spans)
+    _every_importer_copes_with(text[: cut % (len(text) + 1)] or "{")
+
+
+@SETTINGS
 @given(st.lists(MESSAGE, max_size=5))
 def test_json_lines(messages):
     _every_importer_copes_with("\n".join(json.dumps(m) for m in messages) + '\n{"role": "user"}')
@@ -206,6 +286,18 @@ def test_gemini_and_vercel_near_their_shape(value):
 @given(LINES)
 def test_text(lines):
     _every_importer_copes_with("\n".join(lines))
+
+
+@SETTINGS
+@given(DIALECT_LINES)
+def test_the_harnesses_text_dialects(lines):
+    _every_importer_copes_with("\n".join(lines))
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.dictionaries(st.text(max_size=4), st.one_of(LEAF, DIALECT_LINES.map("\n".join)), max_size=3))
+def test_prompt_files_of_the_text_dialects(prompts):
+    _every_importer_copes_with(json.dumps(prompts))
 
 
 BAD_USAGE = [
@@ -258,6 +350,19 @@ BAD_USAGE = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "a", "extra": {"response": {"usage": {"total_tokens": -50}}}},
         {"role": "assistant", "content": "b", "extra": {"response": {"usage": {"prompt_tokens": True, "completion_tokens": 7}}}}]}),
+    ("otel-sdk", [{"name": "chat", "context": {"trace_id": "0x1", "span_id": f"0x{n}"}, "kind": "SpanKind.CLIENT",
+                   "start_time": f"2026-01-01T00:00:0{n}Z", "attributes": {
+                       "gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": tokens,
+                       "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])}}
+                  for n, text, tokens in ((1, "a", -50), (2, "b", True), (3, "c", 7))]),
+    ("openai-responses", [{"object": "response", "output": [{"type": "message", "role": "assistant",
+                                                               "content": [{"type": "output_text", "text": text}]}],
+                           "usage": usage} for text, usage in (("a", {"total_tokens": -50}),
+                                                               ("b", {"input_tokens": True, "output_tokens": 7}))]),
+    ("langchain", {"id": "r", "run_type": "chain", "inputs": {"input": "q"}, "child_runs": [
+        {"id": f"l{n}", "run_type": "llm", "parent_run_id": "r", "dotted_order": f"1.{n}",
+         "outputs": {"generations": [[{"text": text}]], "llm_output": {"token_usage": usage}}}
+        for n, text, usage in ((1, "a", {"total_tokens": -50, "prompt_tokens": False}), (2, "b", {"prompt_tokens": 7}))]}),
 ]
 
 

@@ -47,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from agentdbg.attach.agent import run_plan_attached
     from agentdbg.attach.protocol import ChannelError
+    from agentdbg.files import OpenError, check_regular
     from agentdbg.plans import load_plan, looks_like_plan
     from agentdbg.trace.writer import TraceBusyError, TraceExistsError, TraceWriteError, TraceWriter
 
@@ -62,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
             checked_timeout(args.pause_timeout, "--pause-timeout")
         except ValueError as exc:
             return render.fail("record", str(exc))
-    if not plan_path.exists():
-        return render.fail("record", f"{plan_path}: no such file")
-    if plan_path.is_dir():
-        return render.fail("record", f"{plan_path}: is a directory, not a plan")
+    try:  # a named pipe or a device is named as such, not called "not a plan"
+        check_regular(plan_path, what="a plan")
+    except OpenError as exc:
+        return render.fail("record", str(exc))
     if not looks_like_plan(plan_path):
         return render.fail("record", f"{plan_path}: not a plan (a TOML file with a [policy] table)")
     if _same_file(output, plan_path):

@@ -32,6 +32,7 @@ from agentdbg.importers.openai_chat import (
     unread_lists,
     what_was_found,
 )
+from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
 
 NAME = "anthropic-messages"
@@ -44,6 +45,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if not shape.root:
         return False, "not JSON"
+    if responses_marker(shape):
+        return False, f"{responses_marker(shape)}: OpenAI Responses"
     if shape.has("message", "role") and any(shape.has(key) for key in claude_code.SESSION_KEYS):
         return False, "entries with Claude Code's session keys: a Claude Code session"
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS

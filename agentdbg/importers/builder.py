@@ -92,12 +92,16 @@ class RunBuilder:
         self.steps.append(draft)
         return draft
 
-    def raw(self, source: str, data: Any, note: str = "", *, current: bool = False) -> None:
+    def raw(self, source: str, data: Any, note: str = "", *, current: bool = False,
+            step: StepDraft | None = None) -> None:
         """Keep a record that could not be mapped. It is shown with the next step (the
-        current one with ``current=True``, the last one when no step follows)."""
+        current one with ``current=True``, ``step`` when given, the last one when no step
+        follows)."""
         self.raw_count += 1
         draft = RawDraft(source, ev.jsonable(data), note)
-        if current and self.steps:
+        if step is not None:
+            step.raw.append(draft)
+        elif current and self.steps:
             self.steps[-1].raw.append(draft)
         else:
             self._pending.append(draft)

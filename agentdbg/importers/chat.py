@@ -108,12 +108,18 @@ class ChatAssembler:
 
     def close(self, step: StepDraft) -> None:
         """The step's reply came with it (a span that recorded call and result together)."""
-        for steps in self._open.values():
-            if step in steps:
-                steps.remove(step)
+        keys = [step.call_id] if step.call_id in self._open else list(self._open)
+        for key in keys:
+            if step in self._open[key]:
+                self._take(key, self._open[key].index(step))
+                return
 
     def waiting(self, call_id: str) -> bool:
         return bool(self._open.get(call_id))
+
+    def waiting_named(self, name: str) -> bool:
+        """A call to tool ``name`` still waits for a reply (for replies that carry no id)."""
+        return any(step.tool == name for steps in self._open.values() for step in steps)
 
     def step_for(self, call_id: str) -> StepDraft | None:
         """The latest step that made the call with this id."""
@@ -138,15 +144,23 @@ class ChatAssembler:
         return None
 
     def _match(self, call_id: str, name: str) -> StepDraft | None:
-        waiting = self._open.get(call_id)
-        if waiting:
-            return waiting.pop(0)
+        if self._open.get(call_id):
+            return self._take(call_id, 0)
         if not call_id and name:  # the legacy function role: matched by name
-            for steps in self._open.values():
+            for key, steps in self._open.items():
                 for i, step in enumerate(steps):
                     if step.tool == name:
-                        return steps.pop(i)
+                        return self._take(key, i)
         return None
+
+    def _take(self, key: str, index: int) -> StepDraft:
+        """A call that waits no more; only calls still waiting are kept, so looking one
+        up stays quick in a long run."""
+        steps = self._open[key]
+        step = steps.pop(index)
+        if not steps:
+            del self._open[key]
+        return step
 
     def finish(self) -> None:
         """The run's last turn, when it was text without a call, is its final answer."""

@@ -19,14 +19,17 @@ _MAX_ITEM_KEYS = 4
 _MAX_LINES = 10_000  # a JSON Lines file is described from its first lines
 
 
-def nothing_read(path: str, name: str, unread: str, text: str, runs: int = 0) -> str:
+def nothing_read(path: str, name: str, unread: str, text: str | bytes, runs: int = 0) -> str:
     why = unread or ("nothing in it became a step" if runs else "no runs in it")
     return f"{path}: read as {name} but {why}; found {describe(text)}"
 
 
-def describe(text: str) -> str:
+def describe(text: str | bytes) -> str:
     """The shape of ``text``: a JSON value's keys (lists with their length and the keys
-    their items share), JSON Lines' record kinds, or a text's first line."""
+    their items share), JSON Lines' record kinds, or a text's first line (a binary
+    format's input: its size)."""
+    if isinstance(text, bytes):
+        return f"{_count(len(text), 'byte')} of binary data"
     stripped = text.strip()
     if not stripped:
         return "nothing (the file is blank)"

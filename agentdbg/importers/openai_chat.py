@@ -25,6 +25,7 @@ from agentdbg.importers.base import (
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
+from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
 
 NAME = "openai-chat"
@@ -48,6 +49,8 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return False, "not JSON"
     if shape.has("trajectory") or shape.has("history"):
         return False, "has a trajectory/history: a SWE-agent file"
+    if responses_marker(shape):
+        return False, f"{responses_marker(shape)}: OpenAI Responses, not Chat Completions"
     if shape.has("trajectory_format") or shape.has("info", "mini_version") or shape.has("info", "exit_status"):
         return False, "messages beside a run's info: a mini-swe-agent trajectory"
     if shape.has("system") and shape.has("messages"):

@@ -406,10 +406,12 @@ def _close_quietly(sock: socket.socket) -> None:
         pass
 
 
-def run_plan_attached(plan: Any, writer: Any, channel: AgentChannel) -> Any:
+def run_plan_attached(plan: Any, writer: Any, channel: AgentChannel, approver: Any = None,
+                      journal: Any = None) -> Any:
     """Run ``plan`` writing to ``writer``, telling ``channel`` after each step (a paused
-    step gets its ``pause`` event): ``agentdbg record PLAN --attach``. Returns the trace."""
-    run = plan.start(on_event=writer.write)
+    step gets its ``pause`` event): ``agentdbg record PLAN --attach``. ``approver`` and
+    ``journal`` as for ``Plan.run``. Returns the trace."""
+    run = plan.start(on_event=writer.write, approver=approver, journal=journal)
     while not run.done:
         result = run.step()
         if result.step:

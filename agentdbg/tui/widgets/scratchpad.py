@@ -31,6 +31,9 @@ LABEL_STYLES = {
     "Raw": "bold magenta",
     "Guard": "bold magenta",
     "Paused": "bold yellow",
+    "Approval": "bold magenta",
+    "Replayed": "bold blue",
+    "Operation": "bold blue",
 }
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400

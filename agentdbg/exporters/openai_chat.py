@@ -15,9 +15,10 @@ known at the run's end, follow them.
 from __future__ import annotations
 
 import json
+import tempfile
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 from agentdbg.exporters.output import AtomicOutput, to_json
 from agentdbg.exporters.runs import (
@@ -65,17 +66,24 @@ def _run(out: AtomicOutput, run: RunStream) -> None:
     if start.task:
         messages.add({"role": "user", "content": start.task})
     tokens = array("q")  # per step: compact, a million steps cost 8 MB
-    facts: dict[str, dict] = {}  # only steps that need them
     feedback: list[int] = []  # user messages that are an error fed back, not the user speaking
     unanswered: set[str] = set()  # ids of calls no reply has pointed at yet
-    for record in run.steps():
-        tokens.append(record.step_tokens)
-        found = _step(messages, run, record, feedback, unanswered)
-        found.update(step_facts(record))
-        found.pop("guards", None)  # the importer computes them again
-        if found:
-            facts[str(record.step)] = found
-    out.write("]")
+    with tempfile.TemporaryFile() as spill:  # the steps' facts wait here until the messages are out
+        spilled = 0
+        for record in run.steps():
+            tokens.append(record.step_tokens)
+            found = _step(messages, run, record, feedback, unanswered)
+            found.update(step_facts(record))
+            found.pop("guards", None)  # the importer computes them again
+            if found:  # only the steps that need them
+                spill.write((("," if spilled else "") + to_json(str(record.step)) + ":" + to_json(found)).encode())
+                spilled += 1
+        out.write("]")
+        _tail(out, run, tokens, feedback, spill)
+
+
+def _tail(out: AtomicOutput, run: RunStream, tokens: array, feedback: list[int], spill: IO[bytes]) -> None:
+    start = run.start
     tools = [{"type": "function", "function": {"name": str(t.get("name", "")),
                                                "description": str(t.get("description") or ""),
                                                "parameters": json_schema(t.get("params"))}}
@@ -85,9 +93,12 @@ def _run(out: AtomicOutput, run: RunStream) -> None:
     model = model_of(start.policy)[1]
     if model:
         out.write(',"model":' + to_json(model))
-    ext = {"version": FACTS_VERSION, "name": start.name, **run_facts(run), "step_tokens": tokens.tolist(),
-           "facts": facts, "feedback": feedback}
-    out.write(',"agentdbg":' + to_json(ext) + "}\n")
+    ext = {"version": FACTS_VERSION, **run_facts(run), "step_tokens": tokens.tolist(), "feedback": feedback}
+    out.write(',"agentdbg":' + to_json(ext)[:-1] + ',"facts":{')
+    spill.seek(0)
+    while chunk := spill.read(1 << 20):
+        out.write_bytes(chunk)
+    out.write("}}}\n")
 
 
 def _step(messages: _Messages, run: RunStream, record: StepRecord, feedback: list[int],
@@ -119,6 +130,8 @@ def _step(messages: _Messages, run: RunStream, record: StepRecord, feedback: lis
                 facts["observation_error"] = True
         if record.error_kind is not None:
             facts["error"] = {"kind": record.error_kind, "message": record.error or ""}
+        if record.answer is not None:  # an answer beside a call
+            facts["answer"] = record.answer
         return facts
     if record.parse_error is not None:
         said = "\n".join(t for t in (record.thought, record.output) if t)

@@ -163,12 +163,13 @@ def _step(writer: _Writer, run: RunStream, record: StepRecord, previous: StepRec
     error = None
     if record.tool is not None:
         args, positional = arguments_object(record, run.start.tools)
-        call = {"type": "tool_call", "id": call_id(record) or None, "name": record.tool,
-                "arguments": record.args if positional else args}
+        call = {"type": "tool_call", "id": call_id(record) or None, "name": record.tool, "arguments": args}
         parts.append(call)
         reason = "tool_call"
         if positional:
             attributes.append(attribute("agentdbg.arguments.positional", True))
+        if record.answer is not None:  # an answer beside a call: no place in the turn for both
+            attributes.append(attribute("agentdbg.answer", record.answer))
         if record.call and record.call != written_call(record.tool, call["arguments"]):
             attributes.append(attribute("agentdbg.call", record.call))  # the action as written
     elif record.parse_error is not None:
@@ -227,10 +228,10 @@ def _inputs(run: RunStream, previous: StepRecord | None) -> list[dict]:
 def _tool(writer: _Writer, run: RunStream, record: StepRecord, root: str) -> None:
     start = writer.clock
     end = writer.tick()
-    args, positional = arguments_object(record, run.start.tools)
+    args = arguments_object(record, run.start.tools)[0]
     attributes = [attribute("gen_ai.operation.name", "execute_tool"), attribute("gen_ai.tool.name", record.tool),
                   attribute("gen_ai.tool.type", "function"),
-                  attribute("gen_ai.tool.call.arguments", record.args if positional else args)]
+                  attribute("gen_ai.tool.call.arguments", args)]
     identifier = call_id(record)
     if identifier:
         attributes.append(attribute("gen_ai.tool.call.id", identifier))

@@ -55,7 +55,9 @@ class AtomicOutput:
         self.bytes_written = 0
 
     def write(self, text: str) -> None:
-        data = text.encode("utf-8")
+        self.write_bytes(text.encode("utf-8"))
+
+    def write_bytes(self, data: bytes) -> None:
         self._file.write(data)
         self.bytes_written += len(data)
 

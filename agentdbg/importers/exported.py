@@ -108,6 +108,8 @@ def restore_step(builder: RunBuilder, step: StepDraft, facts: dict) -> None:
     if isinstance(failed, dict) and isinstance(failed.get("message"), str):
         step.parse_error, step.answer, step.tool = failed["message"], None, None
         step.output = failed["output"] if isinstance(failed.get("output"), str) else ""
+    if isinstance(facts.get("answer"), str) and step.tool is not None:
+        step.answer = facts["answer"]
     if isinstance(facts.get("call"), str) and step.tool is not None:
         step.call = facts["call"]
     if facts.get("positional") is True and isinstance(step.args, dict) and len(step.args) == 1:
@@ -147,7 +149,7 @@ def _span_step_facts(attrs: dict) -> dict:
         facts["observation"] = ours["observation"]
         facts["observation_error"] = ours.get("observation.error") is True
         facts["observation_id"] = ours.get("observation.id")
-    for key in ("raw", "call"):
+    for key in ("raw", "call", "answer"):
         if key in ours:
             facts[key] = ours[key]
     if ours.get("arguments.positional") is True:
@@ -163,13 +165,9 @@ def model_turn(chat: ChatAssembler, attrs: dict, texts: list[str], calls: list[C
     facts = _span_step_facts(attrs)
     if not facts:
         return chat.assistant(texts, calls, tokens, reasoning=reasoning)
-    if facts.get("positional"):
-        for call in calls:
-            call.freeform = isinstance(call.arguments, str)
     said = any(t and t.strip() for t in (*texts, *reasoning))
     if calls or (said and "parse_error" not in facts and "error" not in facts):
         steps = chat.assistant(texts, calls, tokens, reasoning=reasoning)
-        facts.pop("positional", None)  # the arguments are already the text
     else:
         steps = [chat.builder.step(thought="\n".join(t for t in reasoning if t and t.strip()), tokens=tokens)]
     if "parse_error" in facts:

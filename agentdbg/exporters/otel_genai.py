@@ -76,7 +76,7 @@ class _Writer:
 
     def span(self, run: RunStream, span_id: str, parent: str, name: str, kind: int, start: int, end: int,
              attributes: list[dict], error: str | None = None) -> None:
-        span: dict[str, Any] = {"traceId": run.id("trace", size=16), "spanId": span_id}
+        span: dict[str, Any] = {"traceId": run.trace_id, "spanId": span_id}
         if parent:
             span["parentSpanId"] = parent
         span.update(name=name, kind=kind, startTimeUnixNano=str(start), endTimeUnixNano=str(end),

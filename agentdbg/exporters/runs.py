@@ -68,6 +68,7 @@ class RunStream:
         self.tokens = 0  # the running total after the last step
         self.step_count = 0
         self.identity = json.dumps(self.start.to_dict(), sort_keys=True, ensure_ascii=True)
+        self.trace_id = self.id("trace", size=16)
 
     def id(self, *parts: str, size: int = 8) -> str:
         """A span id (``size`` 8) or the trace id (16) derived from the run and ``parts``."""

@@ -337,7 +337,7 @@ def test_an_unknown_target_lists_the_choices(tmp_path, capsys):
 
 @pytest.mark.parametrize("content, message", [
     ('{"hello": "world"}', "Formats tried"),
-    ("", "the file is empty"),
+    ("", ": is empty"),
 ])
 def test_unusable_input_is_one_clear_error_and_writes_nothing(content, message, tmp_path, capsys):
     source = tmp_path / "in.json"

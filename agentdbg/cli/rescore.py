@@ -360,7 +360,7 @@ class TextReport(Report):
         if not self.listed:
             self.emit(Text("no run is changed by these guards (--all lists every run)\n", style="dim"))
         self.emit(Text(f"\ntrade-off over {render.plural(totals.runs, 'run')}"
-                       f"{' in ' + render.plural(len(self.files), 'file') if self.several_files else ''} "
+                       f"{' in ' + render.plural(sum(1 for f in self.files if f['runs']), 'file') if self.several_files else ''} "
                        f"({_judged_text(totals)}; {render.plural(totals.steps, 'step')}"
                        f"{'' if totals.runs_with_tokens else '; no token usage recorded'})\n", style="bold"))
         self.emit(trade_off_table(self.labels(), self.totals, self.sweep[0] if self.sweep else "guards"))

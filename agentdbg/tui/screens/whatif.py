@@ -52,6 +52,7 @@ class WhatIfScreen(ModalScreen[int | None]):
         self.settings = settings
         self.recorded = recorded  # the run's own guards, said for comparison
         self.stop_step: int | None = None
+        self.shown = Text()  # what the result line says now
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as box:
@@ -105,14 +106,15 @@ class WhatIfScreen(ModalScreen[int | None]):
         self.post_message(self.Asked(settings))
 
     def show_text(self, text: Text) -> None:
+        self.shown = text
         self.query_one("#whatif-result", Static).update(text)
         self.stop_step = None
         button = self.query_one("#whatif-goto", Button)
         button.disabled = True
         button.label = "Go to the stop"
 
-    def show_result(self, shown: WhatIfResult) -> None:
-        rescore = shown.result
+    def show_result(self, rescored: WhatIfResult) -> None:
+        rescore = rescored.result
         if rescore is None:
             self.show_text(Text("re-scoring cancelled", style="yellow"))
             return
@@ -132,8 +134,9 @@ class WhatIfScreen(ModalScreen[int | None]):
                     saved += f" and {rescore.tokens_saved:,} of {rescore.tokens:,} tokens"
                 text.append(f"{saved}: ")
             text.append(EFFECT_WORDS[rescore.effect], style=EFFECT_STYLES.get(rescore.effect, ""))
-        if not shown.complete:
+        if not rescored.complete:
             text.append(f"\n(over the {rescore.steps:,} steps recorded so far: the run has not ended)", style="dim")
+        self.shown = text
         self.query_one("#whatif-result", Static).update(text)
         self.stop_step = stop.step if stop is not None else None
         button = self.query_one("#whatif-goto", Button)

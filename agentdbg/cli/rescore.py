@@ -285,8 +285,10 @@ class TextReport(Report):
             self.titled = document.path
             self.emit(Text(f"\n{one_line(document.path, 300)}\n", style="bold"))
         if not self.listed and self.sweep is None:
-            self.emit(Text(f"{'run':>5}  {'effect':<13} {'stops at':<17} {'guard':<12} {'saves':<22} was\n",
+            self.emit(Text(f"{'run':>5}  {'effect':<13} {'stops at':<17} {'guard':<13} {'saves':<22} was\n",
                            style="dim"))
+        elif not self.listed:
+            self.emit(Text(f"{'run':>5}  how it ended · steps: what each value would do\n", style="dim"))
         self.listed += 1
         if self.sweep is None:
             self.emit(self._row(number, run, results[0]))
@@ -306,7 +308,7 @@ class TextReport(Report):
         line.append(f"{word:<13}", style=style)
         stop = result.stop
         where = f"step {stop.step:,} of {result.steps:,}" if stop is not None else "—"
-        line.append(f" {where:<17} {(stop.guard if stop is not None else '—'):<12} ")
+        line.append(f" {where:<17} {(stop.guard if stop is not None else '—'):<13} ")
         saves = render.plural(result.steps_saved, "step") if result.changed else "—"
         if result.changed and result.tokens:
             saves += f", {result.tokens_saved:,} tok"

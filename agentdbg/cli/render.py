@@ -57,8 +57,13 @@ class InputError(Exception):
 # -- arguments and input ------------------------------------------------------------------
 
 
-def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a trace (.jsonl), a plan (.toml, run headless) or a run saved by another agent stack")
+def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) -> None:
+    """FILE and the options on how to read it; ``several``: FILE... (``args.files``)."""
+    what = "a trace (.jsonl), a plan (.toml, run headless) or a run saved by another agent stack"
+    if several:
+        parser.add_argument("files", nargs="+", metavar="FILE", help=f"{what}; several may be given")
+    else:
+        parser.add_argument("file", help=what)
     parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")
     parser.add_argument("--format", metavar="NAME", help="read FILE as this format instead of detecting it (plan, trace, or an importer's name)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")

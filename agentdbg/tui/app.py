@@ -28,6 +28,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from agentdbg.debugger.breakpoints import BreakpointSet
+from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
 from agentdbg.engine.approval import Decision
@@ -42,6 +43,7 @@ from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.help import HelpScreen
 from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
 from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
+from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
 from agentdbg.tui.widgets.guards import GuardsPane
 from agentdbg.tui.widgets.header import RunHeader, StatusLine
 from agentdbg.tui.widgets.memory import MemoryPane
@@ -126,6 +128,7 @@ class DebuggerApp(App[None]):
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
         self._label = label
         self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
+        self.what_if_settings: GuardSettings | None = None  # the last asked, offered again
         self.live = LiveControl(self)  # a trace still being written, and its agent
         # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
         self.approvals = ApprovalDesk(self.post_message)
@@ -563,6 +566,9 @@ class DebuggerApp(App[None]):
 
     def finished(self, operation: str, result: Any) -> None:
         """A move ended (now or in a worker): repaint and say what happened."""
+        if operation == "what if":  # no move: the dialog shows it
+            self._after_what_if(result)
+            return
         self.live.moved(operation)
         handler = getattr(self, f"_after_{operation.replace(' ', '_').replace('-', '_')}", None)
         if handler is not None:
@@ -752,6 +758,41 @@ class DebuggerApp(App[None]):
 
     def action_attach(self) -> None:
         self.live.toggle_attach()
+
+    # --- what if ------------------------------------------------------------------------
+    def action_what_if(self) -> None:
+        session = self._session_ready()
+        if session is None:
+            return
+        recorded = GuardSettings.of_run(session.run.info.guards)
+
+        def answer(step: int | None) -> None:
+            if self.busy == "what if":
+                self._cancel.set()  # closed while re-scoring: its result is not wanted
+            if step is not None:
+                self.go_to_step(step)
+
+        self.push_screen(WhatIfScreen(self.what_if_settings or recorded, recorded), answer)
+
+    @on(WhatIfScreen.Asked)
+    def what_if_asked(self, message: WhatIfScreen.Asked) -> None:
+        session = self.session
+        if session is None:
+            return
+        self.what_if_settings = message.settings
+        run = session.run
+
+        def job(cancel: Cancel) -> WhatIfResult:
+            complete = run.complete  # before reading: a live run may grow meanwhile
+            results = rescore_run(run, [message.settings], cancelled=cancel.is_set)
+            return WhatIfResult(results[0] if results else None, complete)
+
+        self.start_worker("what if", job, cancellable=True)
+
+    def _after_what_if(self, shown: WhatIfResult) -> None:
+        self.say(self.describe_step(), self.reason_style())
+        if isinstance(self.screen, WhatIfScreen):
+            self.screen.show_result(shown)
 
     def action_show_problems(self) -> None:
         self.push_screen(ProblemsScreen(list(self.problems)))

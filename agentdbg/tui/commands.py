@@ -58,6 +58,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("view.wider", "greater_than_sign", "resize_sidebar(4)", "Wider sidebar", "make the sidebar wider", "View"),
     Command("view.fold", "f", "toggle_fold", "Fold", "fold or unfold long observations in the scratchpad", "View"),
     Command("view.prompt", "v", "toggle_prompt", "Prompt", "show the exact prompt the policy saw at this step (with memory: summary, recall, recent turns)", "View"),
+    Command("view.what_if", "W", "what_if", "What if", "what if: other guard settings for this run, where they would have stopped it (re-scored, not run again), and a jump there", "View"),
     Command("view.problems", "e", "show_problems", "Problems", "show what went wrong reading the file", "View"),
     Command("app.help", "question_mark", "help", "Help", "this help: every key, the filter language", "App", True, "?"),
     Command("app.quit", "q", "quit", "Quit", "quit agentdbg", "App", True),

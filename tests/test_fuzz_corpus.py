@@ -1,0 +1,270 @@
+"""The fuzz/mutation corpus (tests/fuzz): a fast deterministic sample of it runs here,
+every command on each case in a child process with a time limit; the full set runs with
+``tests/fuzz/run.py`` (docs/hardening.md).
+
+The sample's tests pass only when agentdbg has no traceback, hang or escape leak on any
+case of the sample; the tests of the harness itself check that it finds each kind of
+failure and that the corpus covers every field of every event type."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from fuzz import classify, corpus, runner
+
+from agentdbg.engine import events as ev
+
+SAMPLE = 40  # quick cases drawn evenly from every category
+SEED = 0
+TIMEOUT = 3.0  # seconds per command
+TUI_TIMEOUT = 10.0  # seconds the debugger may take to open the file, then for each key
+DEBUGGER_SAMPLE = 2  # sampled cases also opened in the debugger
+# Always in the sample: what blocks or runs away rather than fails (in child processes with
+# time limits: the debugger on the first and the last), a hostile file name.
+PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing")
+PINNED_IN_DEBUGGER = ("special/fifo/jsonl", "sidecar/pattern/nested-plus")
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    with runner.Pool(tmp_path_factory.mktemp("fuzz-corpus"), timeout=TIMEOUT, tui_timeout=TUI_TIMEOUT) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def cases(pool) -> list:
+    return pool.prepare()
+
+
+@pytest.fixture(scope="module")
+def sample_report(pool, cases) -> runner.Report:
+    quick = corpus.sample([case for case in cases if not case.slow], SAMPLE, SEED)
+    pinned = [case for case in cases if case.id in PINNED]
+    selection = pinned + [case for case in quick if case not in pinned]  # the long ones first
+    debugger = set(PINNED_IN_DEBUGGER) | {case.id for case in corpus.sample(quick, DEBUGGER_SAMPLE, SEED)}
+    return pool.run(selection, tui=debugger)
+
+
+def failures_in(report: runner.Report, categories: tuple[str, ...], *, debugger: bool | None = None) -> list[str]:
+    """The report's failures on cases of ``categories``: in the debugger, in the headless
+    commands, or both (None)."""
+    chosen = runner.Report(cases=report.cases, tried=report.tried)
+    for failure in report.failures:
+        in_debugger = failure.finding.command.endswith("(debugger)")
+        if failure.category in categories and (debugger is None or debugger == in_debugger):
+            chosen.failures.append(failure)
+    return runner.failures(chosen, examples=2)
+
+
+def test_the_sample_ran_every_command_on_every_case(sample_report):
+    assert not sample_report.errors, "\n".join(sample_report.errors)
+    assert sample_report.done == sample_report.cases
+    assert sample_report.tried >= sample_report.cases * 7
+
+
+def test_mutated_traces_fail_no_command(sample_report):
+    found = failures_in(sample_report, ("trace-field", "trace-event"), debugger=False)
+    assert not found, "\n".join(found)
+
+
+def test_mutated_saved_runs_fail_no_command(sample_report):
+    found = failures_in(sample_report, ("import-field", "import-text"), debugger=False)
+    assert not found, "\n".join(found)
+
+
+def test_damaged_and_special_files_fail_no_command(sample_report):
+    found = failures_in(sample_report, ("damaged", "special", "fixture"), debugger=False)
+    assert not found, "\n".join(found)
+
+
+def test_breakpoint_files_beside_a_trace_fail_nothing(sample_report):
+    found = failures_in(sample_report, ("sidecar",))
+    assert not found, "\n".join(found)
+
+
+def test_the_debugger_opens_or_refuses_each_sampled_case_and_quits_cleanly(sample_report):
+    others = tuple(category for category in corpus.CATEGORIES if category != "sidecar")
+    found = failures_in(sample_report, others, debugger=True)
+    assert not found, "\n".join(found)
+
+
+# -- the corpus ---------------------------------------------------------------------------------
+
+
+def test_every_field_of_every_event_type_is_mutated_by_type(cases):
+    ids = {case.id for case in cases}
+    shapes = {case_id.rsplit("=", 1)[0] for case_id in ids if case_id.startswith("trace-field/")}
+    for event_type, cls in ev.EVENT_TYPES.items():
+        for name in ["step"] + [f.name for f in dataclasses.fields(cls) if f.name != "step"]:
+            mutated = [shape for shape in shapes if shape.startswith(f"trace-field/{event_type}.{name}(")]
+            assert mutated, f"{event_type}.{name} is never mutated"
+            for shape in mutated:
+                assert f"{shape}=dropped" in ids
+                if shape.endswith("(string)"):
+                    for hostile in ("osc", "csi", "dcs", "c1", "nul", "bidi", "zero-width", "surrogate", "markup",
+                                    "huge", "null", "int"):
+                        assert f"{shape}={hostile}" in ids, f"{shape}={hostile}"
+                if shape.endswith("(number)"):
+                    for hostile in ("negative", "huge", "float", "nan-string", "bool", "null"):
+                        assert f"{shape}={hostile}" in ids, f"{shape}={hostile}"
+                if shape.endswith(("(list)", "(dict)")):
+                    for hostile in ("empty", "null", "nested-100000"):
+                        assert f"{shape}={hostile}" in ids, f"{shape}={hostile}"
+        for how in ("duplicated", "dropped", "type-unknown", "replaced-by-null"):
+            assert f"trace-event/{event_type}={how}" in ids
+    assert any(case_id.startswith("trace-field/header.version(number)=") for case_id in ids)
+    assert any(case_id.startswith("trace-field/checkpoint.state.memory.recalled[].score(") for case_id in ids)
+
+
+@pytest.mark.parametrize("shape", [
+    "import-field/swe-agent/info.exit_status(string)",
+    "import-field/openai-chat/messages[role=assistant].tool_calls[type=function].function.arguments(string)",
+    "import-field/anthropic-messages/messages[role=assistant].content[type=tool_use].input(dict)",
+    "import-field/otel-genai/resourceSpans[].scopeSpans[].spans[].attributes[key=gen_ai.tool.name].value.stringValue(string)",
+    "import-text/react-paper/action-numbered-call",
+    "import-text/react-paper/result",
+    "import-text/transcript/action-input",
+])
+def test_importer_formats_are_mutated_field_by_field(cases, shape):
+    assert any(case.id.startswith(f"{shape}=") for case in cases), shape
+
+
+def test_damaged_and_special_files_are_in_the_corpus(cases):
+    ids = {case.id for case in cases}
+    for expected in ("special/fifo/toml", "special/fifo/jsonl", "special/dev-zero/toml", "special/dev-zero/jsonl",
+                     "special/dev-zero/path-format-plan", "special/dangling-link/jsonl", "special/link-loop/self-jsonl",
+                     "special/unreadable/trace", "special/directory/jsonl", "special/empty/jsonl",
+                     "special/content/header-only", "special/content/random-64k", "damaged/trace-50mb/observation",
+                     "damaged/trace-encoding/utf8-bom", "damaged/trace-encoding/crlf", "sidecar/fifo",
+                     "sidecar/refused/bad-json", "sidecar/huge-50mb", "sidecar/pattern/nested-plus"):
+        assert expected in ids, expected
+    assert sum(case_id.startswith("damaged/trace-truncated/") for case_id in ids) > 50
+
+
+def test_the_sample_is_deterministic_and_draws_from_every_category(cases):
+    first = [case.id for case in corpus.sample(cases, 40, seed=5)]
+    assert first == [case.id for case in corpus.sample(cases, 40, seed=5)]
+    assert first != [case.id for case in corpus.sample(cases, 40, seed=6)]
+    assert {case.category for case in corpus.sample(cases, 40, seed=5)} == set(corpus.CATEGORIES)
+
+
+def test_each_case_builds_its_input(cases, tmp_path):
+    for number, case in enumerate(corpus.sample([case for case in cases if not case.slow], 80, seed=3)):
+        directory = tmp_path / str(number)
+        directory.mkdir()
+        case.make(directory)
+        assert any(directory.iterdir()) or case.name.startswith("/") or "missing" in case.id, case.id
+
+
+# -- the harness ----------------------------------------------------------------------------------
+
+# Run in a fresh interpreter: forking the test process itself (threads of other tests
+# may be running) could deadlock the child.
+SELF_TEST = textwrap.dedent("""
+    import json, os, signal, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from pathlib import Path
+    from fuzz import classify, execute
+
+    def escape():
+        print("plain \\t text, accents é, emoji 🙂, dots …")
+        print("hidden \\x1b]52;c;eA==\\x07 here")
+        return 0
+
+    def bidi():
+        print("file\\u202etxt.exe")
+        return 0
+
+    def raw_byte():
+        sys.stdout.buffer.write(b"raw \\x9b31m")
+        return 0
+
+    def crash():
+        raise KeyError("boom")
+
+    def hang():
+        time.sleep(60)
+
+    def killed():
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    def odd_exit():
+        return 3
+
+    def clean():
+        print("all fine")
+        sys.stderr.write("agentdbg show: run.jsonl:3: a warning\\n")
+        return 1
+
+    work = Path(sys.argv[2])
+    targets = [escape, bidi, raw_byte, crash, hang, killed, odd_exit, clean]
+    steps = [execute.Step(target, [target.__name__], 1.0, work / f"{n}.out", work / f"{n}.err")
+             for n, target in enumerate(targets)]
+    outcomes = execute.run_in_sequence(steps, work)
+    result = {}
+    for target, step, outcome in zip(targets, steps, outcomes):
+        findings = classify.classify(target.__name__, exit_code=outcome.exit_code,
+                                     signal_number=outcome.signal_number, timed_out=outcome.timed_out,
+                                     timeout=step.limit, cpu_seconds=outcome.cpu_seconds,
+                                     stdout=step.stdout_path.read_bytes(), stderr=step.stderr_path.read_bytes())
+        result[target.__name__] = [[f.kind, f.detail] for f in findings]
+    side = execute.run_side_by_side(steps[4:5] * 3, work)
+    result["side_by_side_hangs"] = [outcome.timed_out for outcome in side]
+    print(json.dumps(result))
+""")
+
+
+def test_the_harness_sees_each_kind_of_failure(tmp_path):
+    tests_dir = Path(__file__).resolve().parent
+    process = subprocess.run([sys.executable, "-c", SELF_TEST, str(tests_dir), str(tmp_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert process.returncode == 0, process.stderr
+    result = json.loads(process.stdout)
+
+    def classes(name: str) -> list[str]:
+        return [detail.split(": ")[1].split()[0] for _, detail in result[name]]
+
+    assert [kind for kind, _ in result["escape"]] == ["escape", "escape"]
+    assert classes("escape") == ["U+001B", "U+0007"]  # ESC, then BEL; tabs, accents, emoji are fine
+    assert classes("bidi") == ["U+202E"]
+    assert [detail.split(": ")[1] for _, detail in result["raw_byte"]] == ["byte 0x9B"]
+    assert result["crash"] == [["traceback", "KeyError: 'boom'"]]
+    assert [kind for kind, _ in result["hang"]] == ["hang"]
+    assert result["killed"] == [["traceback", "killed by SIGSEGV"]]
+    assert [kind for kind, _ in result["odd_exit"]] == ["traceback"]
+    assert result["clean"] == []
+    assert result["side_by_side_hangs"] == [True, True, True]
+
+
+def test_escape_classes_and_what_is_not_an_escape():
+    text = "ok\tand\n é 界 🙂 … \u00a0"
+    assert classify.escapes(text, "stdout", "show") == []
+    found = classify.escapes("a\x1b[2Jb\x9bc\u202ed\u200be\ud800f\udcffg\x07h", "stdout", "show")
+    assert [finding.signature.rsplit("|", 1)[1] for finding in found] == [
+        "ESC", "C1 control", "bidi control", "zero-width character", "lone surrogate", "non-UTF-8 byte"]
+    assert classify.escapes("bell\x07", "stderr", "check")[0].signature == "escape|stderr|C0 control"
+
+
+def test_a_traceback_is_summed_up_by_its_exception_and_agentdbg_frame():
+    stderr = textwrap.dedent("""\
+        agentdbg show: run.jsonl:2: a warning
+        Traceback (most recent call last):
+          File "/x/site-packages/agentdbg/cli/show.py", line 57, in run
+            render(doc)
+          File "/usr/lib/python3.11/json/decoder.py", line 353, in raw_decode
+            obj, end = self.scan_once(s, idx)
+                       ^^^^^^^^^^^^^^^^^^^^^^
+        RecursionError: maximum recursion depth exceeded while decoding a JSON array
+        """)
+    exception, where = classify.traceback_summary(stderr)
+    assert exception == "RecursionError: maximum recursion depth exceeded while decoding a JSON array"
+    assert where == "agentdbg/cli/show.py:57 in run"
+    [finding] = classify.classify("agentdbg show", exit_code=1, signal_number=None, timed_out=False, timeout=3,
+                                  cpu_seconds=0.1, stdout=b"", stderr=stderr.encode())
+    assert finding.kind == "traceback" and "RecursionError" in finding.detail

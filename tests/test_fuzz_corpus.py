@@ -22,9 +22,9 @@ from agentdbg.engine import events as ev
 
 SAMPLE = 40  # quick cases drawn evenly from every category
 SEED = 0
-TIMEOUT = 3.0  # seconds per command
-TUI_TIMEOUT = 10.0  # seconds the debugger may take to open the file, then for each key
-DEBUGGER_SAMPLE = 2  # sampled cases also opened in the debugger
+TIMEOUT = 3.0  # seconds per command (of CPU, or asleep)
+TUI_TIMEOUT = 4.0  # seconds the debugger may take to open the file, then for each key (a key takes ~1 s of CPU)
+DEBUGGER_SAMPLE = 1  # sampled cases also opened in the debugger
 # Always in the sample: what blocks or runs away rather than fails (in child processes with
 # time limits: the debugger on the first and the last), a hostile file name.
 PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing")
@@ -33,7 +33,10 @@ PINNED_IN_DEBUGGER = ("special/fifo/jsonl", "sidecar/pattern/nested-plus")
 
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory):
-    with runner.Pool(tmp_path_factory.mktemp("fuzz-corpus"), timeout=TIMEOUT, tui_timeout=TUI_TIMEOUT) as pool:
+    # At the suite's own priority (the full run lowers its workers'): a short run, and its
+    # time limits are not eaten by other work on the machine.
+    with runner.Pool(tmp_path_factory.mktemp("fuzz-corpus"), timeout=TIMEOUT, tui_timeout=TUI_TIMEOUT,
+                     nice=0) as pool:
         yield pool
 
 
@@ -191,6 +194,10 @@ SELF_TEST = textwrap.dedent("""
     def hang():
         time.sleep(60)
 
+    def spin():
+        while True:
+            pass
+
     def killed():
         os.kill(os.getpid(), signal.SIGSEGV)
 
@@ -203,7 +210,7 @@ SELF_TEST = textwrap.dedent("""
         return 1
 
     work = Path(sys.argv[2])
-    targets = [escape, bidi, raw_byte, crash, hang, killed, odd_exit, clean]
+    targets = [escape, bidi, raw_byte, crash, hang, spin, killed, odd_exit, clean]
     steps = [execute.Step(target, [target.__name__], 1.0, work / f"{n}.out", work / f"{n}.err")
              for n, target in enumerate(targets)]
     outcomes = execute.run_in_sequence(steps, work)
@@ -212,7 +219,8 @@ SELF_TEST = textwrap.dedent("""
         findings = classify.classify(target.__name__, exit_code=outcome.exit_code,
                                      signal_number=outcome.signal_number, timed_out=outcome.timed_out,
                                      timeout=step.limit, cpu_seconds=outcome.cpu_seconds,
-                                     stdout=step.stdout_path.read_bytes(), stderr=step.stderr_path.read_bytes())
+                                     stdout=step.stdout_path.read_bytes(), stderr=step.stderr_path.read_bytes(),
+                                     stuck=outcome.stuck)
         result[target.__name__] = [[f.kind, f.detail] for f in findings]
     side = execute.run_side_by_side(steps[4:5] * 3, work)
     result["side_by_side_hangs"] = [outcome.timed_out for outcome in side]
@@ -235,7 +243,9 @@ def test_the_harness_sees_each_kind_of_failure(tmp_path):
     assert classes("bidi") == ["U+202E"]
     assert [detail.split(": ")[1] for _, detail in result["raw_byte"]] == ["byte 0x9B"]
     assert result["crash"] == [["traceback", "KeyError: 'boom'"]]
-    assert [kind for kind, _ in result["hang"]] == ["hang"]
+    assert [kind for kind, _ in result["hang"]] == ["hang"] and "stuck blocked" in result["hang"][0][1]
+    assert [kind for kind, _ in result["spin"]] == ["hang"]
+    assert "stuck busy" in result["spin"][0][1] or "stuck starved" in result["spin"][0][1]  # on a very busy machine
     assert result["killed"] == [["traceback", "killed by SIGSEGV"]]
     assert [kind for kind, _ in result["odd_exit"]] == ["traceback"]
     assert result["clean"] == []

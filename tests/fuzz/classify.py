@@ -1,7 +1,9 @@
 """What counts as a failure, read from a command's exit and output.
 
 - traceback: "Traceback" on stderr, or an exit code other than 0, 1 or 2 (a signal too);
-- hang: no exit (for the debugger: no next screen) within the time limit;
+- hang: no exit (for the debugger: no next screen) within the time limit, counted in CPU
+  time for a command that computes (busy), in wall time for one that sleeps (blocked); one
+  starved of CPU by other work gets up to 3 limits (then: starved);
 - escape leak: a byte or character that a terminal acts on, or that hides or reorders
   text, in what a command printed into a pipe: ESC, other C0 controls but tab and newline,
   C1 controls, bidirectional controls, zero-width characters, lone surrogates or bytes
@@ -111,14 +113,15 @@ def signal_name(number: int) -> str:
 
 
 def classify(command: str, *, exit_code: int | None, signal_number: int | None, timed_out: bool,
-             timeout: float, cpu_seconds: float, stdout: bytes, stderr: bytes) -> list[Finding]:
-    """Every failure one command run shows."""
+             timeout: float, cpu_seconds: float, stdout: bytes, stderr: bytes, stuck: str = "",
+             seconds: float = 0.0) -> list[Finding]:
+    """Every failure one command run shows (``stuck``: how a timed-out one was stuck)."""
     findings: list[Finding] = []
     err = decode(stderr)
     if timed_out:
-        state = "busy" if cpu_seconds > timeout / 4 else "blocked"
-        findings.append(Finding("hang", command, f"no progress for {timeout:g} s ({cpu_seconds:.1f} s of CPU: {state})",
-                                f"hang|{state}"))
+        state = stuck or ("busy" if cpu_seconds >= timeout else "blocked")
+        findings.append(Finding("hang", command, f"stuck {state}, limit {timeout:g} s "
+                                f"({cpu_seconds:.1f} s of CPU in {seconds or timeout:.0f} s)", f"hang|{state}"))
     elif "Traceback (most recent call last)" in err:
         exception, where = traceback_summary(err)
         kind = exception.split(":", 1)[0]

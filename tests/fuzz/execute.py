@@ -75,6 +75,7 @@ class Outcome:
     timed_out: bool
     seconds: float
     cpu_seconds: float
+    stuck: str = ""  # how a timed-out command was stuck: busy, blocked or starved
 
 
 class HarnessError(RuntimeError):
@@ -224,6 +225,30 @@ def _child_main(steps: list[Step], directory: Path, unprivileged: bool, report_f
 # -- in the worker ------------------------------------------------------------------------------
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+STARVED_LIMITS = 3  # a command still runnable but given little CPU (a busy machine) waits this many limits
+
+
+def _usage(pid: int) -> tuple[float, bool]:
+    """(CPU seconds the process has used, all its threads; whether any thread is runnable)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+        fields = stat[stat.rindex(b")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, ValueError, IndexError):
+        return 0.0, False
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as handle:
+                stat = handle.read()
+            if stat[stat.rindex(b")") + 2:][:1] == b"R":
+                return cpu, True
+    except (OSError, ValueError):
+        pass
+    return cpu, False
+
+
 @dataclass
 class _Child:
     """A forked child running ``steps`` and what it has reported so far."""
@@ -235,14 +260,37 @@ class _Child:
     current: int | None = None
     started: float = 0.0  # when the current step started
     progress: float = 0.0  # when it last said it made progress (its time limit counts from there)
+    cpu_at_progress: float = 0.0
     cpu_reported: float = 0.0
     error: str = ""
-    timed_out: bool = False
+    stuck: str = ""
+    stuck_at: float = 0.0
     buffer: bytes = field(default=b"", repr=False)
 
     @property
     def deadline(self) -> float | None:
         return None if self.current is None else self.progress + self.steps[self.current].limit
+
+    def check_stuck(self, now: float) -> str:
+        """Past its limit, a step is stuck when it has used that much CPU (busy), or sleeps
+        using next to none (blocked), or is still going after STARVED_LIMITS limits; a step
+        that is runnable but starved of CPU by other work is given more time."""
+        limit = self.steps[self.current].limit
+        if now - self.progress < limit:
+            return ""
+        cpu, runnable = _usage(self.pid)
+        used = cpu - self.cpu_at_progress
+        if used >= limit:
+            return "busy"
+        if not runnable and used < 0.1 * limit:
+            return "blocked"
+        if now - self.progress >= STARVED_LIMITS * limit:
+            return "starved"
+        return ""
+
+    def _made_progress(self) -> None:
+        self.progress = time.monotonic()
+        self.cpu_at_progress = _usage(self.pid)[0]
 
     def feed(self, chunk: bytes) -> None:
         self.buffer += chunk
@@ -251,9 +299,9 @@ class _Child:
             word, _, rest = line.decode("utf-8", "replace").partition(" ")
             if word == "start":
                 self.current, self.started = int(rest), time.monotonic()
-                self.progress = self.started
+                self._made_progress()
             elif word == "tick":
-                self.progress = time.monotonic()
+                self._made_progress()
             elif word == "done":
                 number, code, cpu = rest.split()
                 self.outcomes[int(number)] = Outcome(int(code), None, False, time.monotonic() - self.started,
@@ -290,13 +338,16 @@ def _follow(children: list[_Child]) -> None:
     while open_children:
         now = time.monotonic()
         for fd, child in list(open_children.items()):
-            if child.deadline is not None and now >= child.deadline:
-                child.timed_out = True
-                del open_children[fd]
-        deadlines = [child.deadline for child in open_children.values() if child.deadline is not None]
-        wait = max(0.0, min(deadlines) - now) if deadlines else 1.0
+            if child.current is not None:
+                child.stuck = child.check_stuck(now)
+                if child.stuck:
+                    child.stuck_at = now
+                    _kill(child.pid)
+                    del open_children[fd]
         if not open_children:
             break
+        deadlines = [child.deadline for child in open_children.values() if child.deadline is not None]
+        wait = min(1.0, max(0.0, min(deadlines) - now)) if deadlines else 1.0
         ready, _, _ = select.select(list(open_children), [], [], wait)
         for fd in ready:
             chunk = os.read(fd, 65536)
@@ -313,8 +364,8 @@ def _follow(children: list[_Child]) -> None:
         if child.current is None:
             continue
         cpu = max(0.0, usage.ru_utime + usage.ru_stime - child.cpu_reported)
-        if child.timed_out:
-            outcome = Outcome(None, None, True, time.monotonic() - child.started, cpu)
+        if child.stuck:
+            outcome = Outcome(None, None, True, child.stuck_at - child.started, cpu, child.stuck)
         elif os.WIFSIGNALED(status):
             outcome = Outcome(None, os.WTERMSIG(status), False, time.monotonic() - child.started, cpu)
         else:

@@ -322,17 +322,16 @@ def special_cases(traces: Traces) -> list[Case]:
     for forced in ("plan", "trace", "openai-chat"):
         add(f"fifo/format-{forced}", "input.bin", _fifo("input.bin"), args=("--format", forced), blocking=True)
     for ext in (".jsonl", ".toml", ".json", ".txt"):
-        add(f"dev-zero/{ext.lstrip('.')}", f"zero{ext}", _symlink(f"zero{ext}", "/dev/zero"), slow=True)
+        add(f"dev-zero/{ext.lstrip('.')}", f"zero{ext}", _symlink(f"zero{ext}", "/dev/zero"))
     for forced in ("plan", "trace", "transcript", "openai-chat"):
-        add(f"dev-zero/format-{forced}", "zero.bin", _symlink("zero.bin", "/dev/zero"), args=("--format", forced),
-            slow=True)
-    add("dev-zero/path-format-plan", "/dev/zero", lambda directory: None, args=("--format", "plan"), slow=True)
+        add(f"dev-zero/format-{forced}", "zero.bin", _symlink("zero.bin", "/dev/zero"), args=("--format", forced))
+    add("dev-zero/path-format-plan", "/dev/zero", lambda directory: None, args=("--format", "plan"))
     add("dev-null/jsonl", "null.jsonl", _symlink("null.jsonl", "/dev/null"))
     add("dev-null/toml", "null.toml", _symlink("null.toml", "/dev/null"))
-    add("dev-urandom/jsonl", "random.jsonl", _symlink("random.jsonl", "/dev/urandom"), slow=True)
+    add("dev-urandom/jsonl", "random.jsonl", _symlink("random.jsonl", "/dev/urandom"))
     add("proc-file/txt", "status.txt", _symlink("status.txt", "/proc/self/status"))
     for ext in (".jsonl", ".toml", ".json"):
-        add(f"sparse-4gib/{ext.lstrip('.')}", f"sparse{ext}", _sparse(f"sparse{ext}", 4 << 30), slow=True)
+        add(f"sparse-4gib/{ext.lstrip('.')}", f"sparse{ext}", _sparse(f"sparse{ext}", 4 << 30))
     add("dangling-link/jsonl", "gone.jsonl", _symlink("gone.jsonl", "missing-target.jsonl"))
     add("dangling-link/toml", "gone.toml", _symlink("gone.toml", "missing-target.toml"))
     add("link-loop/self-jsonl", "loop.jsonl", _symlink("loop.jsonl", "loop.jsonl"))
@@ -355,7 +354,7 @@ def special_cases(traces: Traces) -> list[Case]:
         _unreadable(TRACE_NAME, trace, in_closed_directory=True), unprivileged=True)
     add("missing/jsonl", "missing.jsonl", lambda directory: None)
     add("not-a-directory/jsonl", f"{TRACE_NAME}/", write_bytes(TRACE_NAME, trace))
-    hostile_name = "\x1b]52;c;eA==\x07evil\x9b31m\u202egnp\u200b[red]x[/red].jsonl"
+    hostile_name = "\x1b]52;c;eA==\x07evil\x9b31m\u202egnp\u200b[red]x[bold].jsonl"  # no "/": one name
     add("hostile-name/existing", hostile_name, write_bytes(hostile_name, trace))
     add("hostile-name/missing", hostile_name, lambda directory: None)
     add("hostile-name/not-a-trace", hostile_name, write_bytes(hostile_name, b"not a trace\n"))
@@ -434,7 +433,7 @@ def sidecar_cases(traces: Traces) -> list[Case]:
         return make
 
     add("fifo", _fifo(SIDECAR), after=_unchanged_sidecar(None, "fifo"), blocking=True)
-    add("dev-zero", _symlink(SIDECAR, "/dev/zero"), slow=True)
+    add("dev-zero", _symlink(SIDECAR, "/dev/zero"))
     add("directory", _directory(SIDECAR), after=_unchanged_sidecar(None, "directory"))
 
     def link_to_victim(directory: Path) -> None:

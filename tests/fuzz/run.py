@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"open N more sampled cases in the debugger (default {DEFAULT_TUI}, a tenth of a --sample)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--timeout", type=float, default=20.0,
-                        help="seconds before a command counts as hung (x4 for big inputs)")
+                        help="seconds (of CPU, or of sleeping) before a command counts as hung (x3 for big inputs)")
     parser.add_argument("--tui-timeout", type=float, default=30.0,
                         help="seconds the debugger may take to open the file, and then for each key")
     parser.add_argument("--nice", type=int, default=10, help="priority the workers lower themselves by")
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print()
     slowest = sorted(report.case_seconds.items(), key=lambda item: -item[1])[:5]
-    print(f"{report.cases} cases in {report.seconds:.0f} s; slowest: "
+    print(f"{report.cases} cases in {report.seconds:.0f} s ({report.cpu_seconds:.0f} s of CPU in the commands); slowest: "
           + ", ".join(f"{case} {seconds:.1f} s" for case, seconds in slowest))
     print(runner.summary(report))
     if args.report:
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if report.errors:
         print(f"\nthe harness could not run {len(report.errors)} cases:", file=sys.stderr)
         for error in report.errors[:20]:
-            print(f"  {error}", file=sys.stderr)
+            print(f"  {runner.visible(error)}", file=sys.stderr)
         return 3
     return 1 if report.failures else 0
 

@@ -43,6 +43,7 @@ class Report:
     failures: list[Failure] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the harness's own problems
     seconds: float = 0.0
+    cpu_seconds: float = 0.0  # used by the commands
     case_seconds: dict[str, float] = field(default_factory=dict)
 
     def count(self, kind: str) -> int:
@@ -167,6 +168,7 @@ class Pool:
                 report.errors.append(f"{case.id}: {answer['error']}\n{answer.get('traceback', '')}")
                 return
             report.tried += len(answer["runs"])
+            report.cpu_seconds += sum(run.get("cpu", 0.0) for run in answer["runs"])
             report.case_seconds[case.id] = answer.get("seconds", 0.0)
             for item in answer["findings"]:
                 report.failures.append(Failure(case.id, case.category, case.kind, Finding(**item)))

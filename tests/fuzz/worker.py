@@ -99,7 +99,7 @@ class Worker:
         if case.unprivileged:
             os.chmod(directory, 0o777)
         case.make(directory)
-        limit = self.timeout * (4 if case.slow else 1)
+        limit = self.timeout * (3 if case.slow else 1)
         report = outputs / "tui-screen.txt"
         runs: list[tuple[str, float]] = []
         steps: list[execute.Step] = []
@@ -127,12 +127,13 @@ class Worker:
             command = "agentdbg FILE (debugger)" if name == "tui" else f"agentdbg {name}"
             findings += classify.classify(command, exit_code=outcome.exit_code, signal_number=outcome.signal_number,
                                           timed_out=outcome.timed_out, timeout=seconds,
-                                          cpu_seconds=outcome.cpu_seconds, stdout=stdout, stderr=stderr)
+                                          cpu_seconds=outcome.cpu_seconds, stdout=stdout, stderr=stderr,
+                                          stuck=outcome.stuck, seconds=outcome.seconds)
             if name == "tui" and not outcome.timed_out:
                 findings += classify.tui_exit(command, outcome.exit_code, stderr)
                 findings += _screen_findings(command, report)
             summary.append({"command": name, "exit": outcome.exit_code, "seconds": round(outcome.seconds, 3),
-                            "timed_out": outcome.timed_out})
+                            "cpu": round(outcome.cpu_seconds, 3), "timed_out": outcome.timed_out})
         if case.after is not None:
             problem = case.after(directory)
             if problem:

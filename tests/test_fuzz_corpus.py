@@ -20,6 +20,10 @@ from fuzz import classify, corpus, runner
 
 from agentdbg.engine import events as ev
 
+if sys.platform != "linux":
+    pytest.skip("the fuzz harness runs commands with Linux process features (/proc, prctl)",
+                allow_module_level=True)
+
 SAMPLE = 40  # quick cases drawn evenly from every category
 SEED = 0
 TIMEOUT = 3.0  # seconds per command (of CPU, or asleep)

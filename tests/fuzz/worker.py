@@ -129,9 +129,10 @@ class Worker:
                                           timed_out=outcome.timed_out, timeout=seconds,
                                           cpu_seconds=outcome.cpu_seconds, stdout=stdout, stderr=stderr,
                                           stuck=outcome.stuck, seconds=outcome.seconds)
-            if name == "tui" and not outcome.timed_out:
-                findings += classify.tui_exit(command, outcome.exit_code, stderr)
-                findings += _screen_findings(command, report)
+            if name == "tui":
+                if not outcome.timed_out:
+                    findings += classify.tui_exit(command, outcome.exit_code, stderr)
+                findings += _screen_findings(command, report)  # what was seen, up to a hang too
             summary.append({"command": name, "exit": outcome.exit_code, "seconds": round(outcome.seconds, 3),
                             "cpu": round(outcome.cpu_seconds, 3), "timed_out": outcome.timed_out})
         if case.after is not None:

@@ -29,7 +29,7 @@ def run_plan_to_end(plan: Plan, path: str = "") -> Document:
 
 
 def open_document(path: str | Path, *, format: str | None = None, allow_code: bool = False,
-                  live: bool = True) -> Document:
+                  allow_network: bool = False, live: bool = True) -> Document:
     """Open ``path``; ``format`` forces an importer (or "plan" / "trace")."""
     path = Path(path)
     if not path.exists():
@@ -37,7 +37,7 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
     if path.is_dir():
         raise OpenError(f"{path}: is a directory; give a trace, a plan or a saved run")
     if format == "plan" or (format is None and looks_like_plan(path)):
-        plan = load_plan(path, allow_code=allow_code)
+        plan = load_plan(path, allow_code=allow_code, allow_network=allow_network)
         return plan_document(plan, str(path)) if live else run_plan_to_end(plan, str(path))
     from agentdbg.trace import reader
 

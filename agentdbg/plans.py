@@ -2,7 +2,9 @@
 
 A plan names the task, the mock tools and their data, the policy's scripted outputs and
 the guard settings. Loading a plan never executes code; a plan whose policy is Python code
-must say ``executes_code = true`` and the caller must pass ``allow_code=True``.
+must say ``executes_code = true`` and the caller must pass ``allow_code=True``. Likewise a
+plan whose policy calls a model over the network must say ``calls_model = true`` and the
+caller must pass ``allow_network=True``: opening a file never sends anything anywhere.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from agentdbg.engine.memory import RECALL_QUERIES, TieredMemory
 from agentdbg.engine.memory_embedding import HashedBagOfWords
 from agentdbg.engine.memory_summary import SUMMARIZERS
 from agentdbg.engine.mock_tools import KeyValueStore, calculator, scripted, table_lookup
+from agentdbg.engine.model_http import check_base_url, check_env_name, key_over_plain_http
+from agentdbg.engine.model_policies import MODEL_POLICIES, ModelPolicy
 from agentdbg.engine.parsers import PARSERS
 from agentdbg.engine.policies import (
     CallablePolicy,
@@ -33,10 +37,12 @@ from agentdbg.engine.policies import (
     ScriptedPlan,
     ToyScript,
 )
-from agentdbg.engine.tools import Tool, ToolRegistry
+from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
 
 TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted")
-POLICY_KINDS = ("outputs", "plan", "script", "rules", "python")
+POLICY_KINDS = ("outputs", "plan", "script", "rules", "python", "openai", "anthropic")
+MODEL_KEYS = ("kind", "model", "base_url", "api_key_env", "format", "tool_calling", "temperature", "max_tokens",
+              "timeout", "retries", "backoff", "instructions")
 MAX_EMBEDDING_DIM = 4096  # a data file must not be able to make every stored turn huge
 
 
@@ -70,10 +76,10 @@ def looks_like_plan(path: Path) -> bool:
         head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
     except OSError:
         return False
-    return re.search(r"^\s*\[policy\]", head, re.M) is not None
+    return re.search(r"^[ \t]*\[policy\]", head, re.M) is not None  # not \s*: quadratic over blank lines
 
 
-def load_plan(path: str | Path, allow_code: bool = False) -> Plan:
+def load_plan(path: str | Path, allow_code: bool = False, allow_network: bool = False) -> Plan:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -85,16 +91,17 @@ def load_plan(path: str | Path, allow_code: bool = False) -> Plan:
         raise PlanError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise PlanError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_plan(text, path, allow_code=allow_code)
+    return parse_plan(text, path, allow_code=allow_code, allow_network=allow_network)
 
 
-def parse_plan(text: str, path: str | Path | None = None, allow_code: bool = False) -> Plan:
+def parse_plan(text: str, path: str | Path | None = None, allow_code: bool = False,
+               allow_network: bool = False) -> Plan:
     where = _Locator(text, str(path) if path else "<plan>")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{where.name}: not valid TOML: {exc}") from None
-    return _Builder(data, where, Path(path) if path else None, allow_code).plan()
+    return _Builder(data, where, Path(path) if path else None, allow_code, allow_network).plan()
 
 
 class _Locator:
@@ -133,11 +140,13 @@ class _Locator:
 
 
 class _Builder:
-    def __init__(self, data: dict[str, Any], where: _Locator, path: Path | None, allow_code: bool):
+    def __init__(self, data: dict[str, Any], where: _Locator, path: Path | None, allow_code: bool,
+                 allow_network: bool = False):
         self.data = data
         self.where = where
         self.path = path
         self.allow_code = allow_code
+        self.allow_network = allow_network
 
     def want(self, table: dict, key: str, kind: type | tuple, section: str, index: int = 0,
              default: Any = ..., label: str = "") -> Any:
@@ -161,11 +170,15 @@ class _Builder:
 
     def timeout(self, table: dict, key: str, section: str, index: int = 0, default: float | None = None,
                 label: str = "") -> float | None:
-        """Seconds a tool may run: a positive, finite number (a waiting thread cannot take inf or nan)."""
+        """Seconds a tool may run: a positive, finite number (a waiting thread cannot take inf or nan),
+        at most MAX_TOOL_TIMEOUT (a longer limit looks like a hung run)."""
         value = self.want(table, key, (int, float), section, index, default=default, label=label)
         if value is not None and not (math.isfinite(value) and value > 0):
             raise self.where.error(f"{label or f'[{section}]'}: {key} must be a positive number of seconds, got {value}",
                                    section, index, key)
+        if value is not None and value > MAX_TOOL_TIMEOUT:
+            raise self.where.error(f"{label or f'[{section}]'}: {key} must be at most {MAX_TOOL_TIMEOUT:g} seconds, "
+                                   f"got {value:g}", section, index, key)
         return value
 
     def plan(self) -> Plan:
@@ -175,7 +188,7 @@ class _Builder:
         description = self.want(data, "description", str, "", default="")
         task_label = self.want(data, "task_label", str, "", default="Question")
         known = {"name", "task", "description", "task_label", "guards", "tools", "policy",
-                 "memory", "executes_code"}
+                 "memory", "executes_code", "calls_model"}
         for key in data:
             if key not in known:
                 raise self.where.error(f"unknown key {key!r}; a plan has {', '.join(sorted(known))}", "", key=key)
@@ -299,6 +312,8 @@ class _Builder:
                 raise self.where.error(f"[policy]: {exc}", "policy") from None
         if kind == "rules":
             return self.rule_policy(spec)
+        if kind in MODEL_POLICIES:
+            return self.model_policy(kind, spec)
         if kind in ("plan", "script"):
             steps = self.want(spec, "steps", list, "policy")
             for i, step in enumerate(steps):
@@ -355,6 +370,65 @@ class _Builder:
                 key = "when" if when is not None and "regular expression" in str(exc) else "say"
                 raise self.where.error(f"{label}: {exc}", "policy.rules", i, key) from None
         return RulePolicy(built, fmt)
+
+    def model_policy(self, kind: str, spec: dict) -> ModelPolicy:
+        """kind = "openai" / "anthropic": a model called over HTTP (docs/plans.md, "Real models").
+        Every setting is checked first; then the plan must declare calls_model = true and the
+        caller must allow the network before the key's variable is even read."""
+        for key in spec:
+            if key == "api_key":
+                raise self.where.error("[policy]: a plan never holds an API key; name the environment variable "
+                                       'that holds it instead, e.g. api_key_env = "OPENAI_API_KEY"', "policy", key=key)
+            if key not in MODEL_KEYS:
+                raise self.where.error(f"[policy]: unknown key {key!r} for an {kind} policy; known: "
+                                       f"{', '.join(sorted(MODEL_KEYS))}", "policy", key=key)
+        cls = MODEL_POLICIES[kind]
+        model = self.want(spec, "model", str, "policy", label="[policy]")
+        base_url = self.want(spec, "base_url", str, "policy", default=cls.default_base_url, label="[policy]")
+        key_env = self.want(spec, "api_key_env", str, "policy", default=None, label="[policy]")
+        settings = {
+            "format": self.want(spec, "format", str, "policy", default=None, label="[policy]"),
+            "tool_calling": self.want(spec, "tool_calling", str, "policy", default="text", label="[policy]"),
+            "temperature": self.want(spec, "temperature", (int, float), "policy", default=None, label="[policy]"),
+            "max_tokens": self.want(spec, "max_tokens", int, "policy", default=1024, label="[policy]"),
+            "timeout": self.want(spec, "timeout", (int, float), "policy", default=60.0, label="[policy]"),
+            "retries": self.want(spec, "retries", int, "policy", default=2, label="[policy]"),
+            "backoff": self.want(spec, "backoff", (int, float), "policy", default=1.0, label="[policy]"),
+            "instructions": self.want(spec, "instructions", str, "policy", default="", label="[policy]"),
+        }
+
+        def build(**key: Any) -> ModelPolicy:
+            try:
+                return cls(model, base_url=base_url, **settings, **key)
+            except ValueError as exc:
+                named = str(exc).split(" ", 1)[0]
+                where = named if named in spec else "api_key_env" if "$" in str(exc) else "base_url" \
+                    if "base_url" in str(exc) else None
+                raise self.where.error(f"[policy]: {exc}", "policy", key=where) from None
+
+        build()  # every setting checked, nothing read from the environment
+        if key_env is not None:
+            try:
+                check_env_name(key_env)
+            except ValueError as exc:
+                raise self.where.error(f"[policy]: {exc}", "policy", key="api_key_env") from None
+        url = base_url.strip().rstrip("/")
+        if self.data.get("calls_model") is not True:
+            raise self.where.error(f"[policy]: an {kind} policy sends the prompts to {url}; the plan must say "
+                                   "calls_model = true", "policy", key="kind")
+        if key_env is not None and key_over_plain_http(url):
+            raise self.where.error(f"[policy]: refusing to send the API key in ${key_env} over plain http to "
+                                   f"{check_base_url(url).hostname}, which is not this machine: use https, or a loopback "
+                                   "address (an SSH tunnel to the server, for instance)", "policy",
+                                   key="base_url" if "base_url" in spec else "api_key_env")
+        if not self.allow_network:
+            what = f"({cls.api}, model {model}) with the API key in ${key_env}" if key_env \
+                else f"({cls.api}, model {model}, no API key)"
+            raise self.where.error(
+                f"this plan sends its prompts to {url} {what}; "
+                "run it only if you trust that server, with --allow-network",
+                "policy", key="base_url" if "base_url" in spec else "kind")
+        return build(api_key_env=key_env)
 
     def memory(self, spec: dict) -> TieredMemory:
         """[memory]: the tiered memory (see docs/memory.md); a fresh one per run."""

@@ -169,6 +169,10 @@ class LiveRun:
         while self.step_count < step and self.advance():
             pass
 
+    def cancel(self) -> None:
+        """From another thread: a step waiting on a model call gives up at once (on quitting)."""
+        self._agent_run.cancel()
+
     @property
     def step_count(self) -> int:
         return self._view.step_count

@@ -76,9 +76,15 @@ class StepRecord:
         got: dict[str, Any] = {"events": tuple(events)}
         raw = []
         recalled: list = []
+        thoughts: list[str] = []
+        updates: list[ev.MemoryUpdate] = []
         for event in got["events"]:
             if isinstance(event, ev.Thought):
-                got["thought"] = (got.get("thought", "") + "\n" + event.text).strip()
+                # Joined by newlines, the whole stripped (each part added in one pass:
+                # a step of many thoughts stays linear).
+                text = event.text.rstrip() if thoughts else event.text.strip()
+                if text:
+                    thoughts.append(text)
             elif isinstance(event, ev.ActionTaken):
                 got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event))
             elif isinstance(event, ev.ParseFailed):
@@ -96,11 +102,15 @@ class StepRecord:
             elif isinstance(event, ev.MemoryRecall):
                 recalled.extend(event.results)
             elif isinstance(event, ev.MemoryUpdate):
-                got["memory"] = event if "memory" not in got else _merge_updates(got["memory"], event)
+                updates.append(event)
             elif isinstance(event, ev.RawRecord):
                 raw.append(event)
             elif isinstance(event, ev.RunEnd):
                 got["end"] = event
+        if thoughts:
+            got["thought"] = "\n".join(thoughts)
+        if updates:
+            got["memory"] = updates[0] if len(updates) == 1 else _merge_updates(updates)
         return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
 
     @property
@@ -159,14 +169,32 @@ def _call_text(event: ev.ActionTaken) -> str:
     return f"{event.tool}({event.args!r})"
 
 
-def _merge_updates(a: ev.MemoryUpdate, b: ev.MemoryUpdate) -> ev.MemoryUpdate:
+def _merge_updates(updates: list[ev.MemoryUpdate]) -> ev.MemoryUpdate:
+    summaries = [u.summary for u in updates if u.summary is not None]
     return ev.MemoryUpdate(
-        step=a.step,
-        added=list(a.added) + list(b.added),
-        evicted=list(a.evicted) + list(b.evicted),
-        summary=b.summary if b.summary is not None else a.summary,
-        stored=list(a.stored) + list(b.stored),
+        step=updates[0].step,
+        added=[turn for u in updates for turn in u.added],
+        evicted=[turn for u in updates for turn in u.evicted],
+        summary=summaries[-1] if summaries else None,
+        stored=[text for u in updates for text in u.stored],
     )
+
+
+def _evict(buffer: Iterable, evicted: list) -> list:
+    """``buffer`` without the first occurrence of each evicted turn, in one pass: a memory
+    that evicts out of order still replays exactly, and a huge eviction stays linear."""
+    if not evicted:
+        return list(buffer)
+    left: dict = {}
+    for turn in evicted:
+        left[turn] = left.get(turn, 0) + 1
+    kept = []
+    for turn in buffer:
+        if left.get(turn):
+            left[turn] -= 1
+        else:
+            kept.append(turn)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -184,12 +212,7 @@ class MemoryState:
         update = record.memory
         if update is None:
             return replace(self, recalled=record.recalled, added=(), evicted=(), stored=(), summary_changed=False)
-        buffer = list(self.buffer)
-        for turn in update.evicted:
-            if buffer and buffer[0] == turn:
-                buffer.pop(0)
-            elif turn in buffer:  # a memory that evicts out of order still replays exactly
-                buffer.remove(turn)
+        buffer = _evict(self.buffer, update.evicted)
         buffer.extend(update.added)
         changed = update.summary is not None and update.summary != self.summary
         return MemoryState(
@@ -432,3 +455,66 @@ def split_runs(events: Iterable[ev.Event]) -> list[list[ev.Event]]:
             runs.append([])
         runs[-1].append(event)
     return runs
+
+
+@dataclass
+class Tally:
+    """A run's counters after a step, without the memory tiers: what ``agentdbg stats``
+    reports. ``add`` folds one more step in place (the same arithmetic as
+    ``RunState.advance``), so folding a million steps copies nothing."""
+
+    step: int = 0
+    steps: list = field(default_factory=lambda: [0, None])
+    repeats: list = field(default_factory=lambda: [0, None])
+    errors: list = field(default_factory=lambda: [0, None])
+    tokens: list = field(default_factory=lambda: [0, None])
+    step_tokens: int = 0
+    tool_calls: dict = field(default_factory=dict)
+    error_count: int = 0
+    parse_errors: int = 0
+    repeat_count: int = 0
+    trips: list = field(default_factory=list)
+    raw_count: int = 0
+    answer: str | None = None
+    outcome: str | None = None
+
+    @classmethod
+    def from_state(cls, state: RunState) -> Tally:
+        return cls(state.step, list(state.steps), list(state.repeats), list(state.errors), list(state.tokens),
+                   state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
+                   state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
+                   state.raw_count, state.answer, state.outcome)
+
+    def add(self, record: StepRecord) -> None:
+        self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
+                       record.observation_error, record.guards, record.answer,
+                       None if record.tripped is None else (record.tripped.guard, record.tripped.message),
+                       len(record.raw), None if record.end is None else record.end.outcome)
+
+    def add_parts(self, step: int, tool: str | None, step_error: bool, parse_error: bool,
+                  observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,
+                  tripped: tuple[str, str] | None, raw: int, outcome: str | None) -> None:
+        """One step, given by what the counters read of it (see ``add``)."""
+        if tool is not None:
+            made, failed = self.tool_calls.get(tool, (0, 0))
+            self.tool_calls[tool] = [made + 1, failed + (1 if step_error or observation_error else 0)]
+        self.step = step
+        if guards is not None:
+            self.steps, self.repeats = list(guards.steps), list(guards.repeats)
+            self.errors, self.tokens = list(guards.errors), list(guards.tokens)
+            self.step_tokens = guards.step_tokens
+        else:
+            self.steps, self.repeats, self.step_tokens = [step, self.steps[1]], [0, self.repeats[1]], 0
+        if step_error or parse_error or observation_error:
+            self.error_count += 1
+        if parse_error:
+            self.parse_errors += 1
+        if answer is None and guards is not None and (guards.repeats[0] or 0) >= 2:
+            self.repeat_count += 1
+        if tripped is not None:
+            self.trips.append((step, *tripped))
+        self.raw_count += raw
+        if answer is not None:
+            self.answer = answer
+        if outcome is not None:
+            self.outcome = outcome

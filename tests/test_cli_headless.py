@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentdbg import importers
 from agentdbg.cli import main
 from agentdbg.engine import events as ev
 from agentdbg.trace import format as fmt
@@ -466,4 +467,4 @@ def test_error_messages_of_several_lines_stay_readable(tmp_path: Path, capsys) -
         argv = [command, unknown] + (["-o", tmp_path / "out.jsonl"] if command == "convert" else [])
         code, _, err = run_cli(capsys, *argv)
         assert code == 2 and f"agentdbg {command}: error:" in err
-        assert "Formats tried:\n  react-paper:" in err and "⏎" not in err
+        assert f"Formats tried:\n  {importers.FORMATS[0].NAME}:" in err and "⏎" not in err

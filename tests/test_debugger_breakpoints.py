@@ -4,6 +4,7 @@ validation, and the sidecar file (round trip, damaged files)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -187,6 +188,55 @@ def test_hits_count_and_ignore_skips_the_next_hits():
     breakpoints.toggle(bp)
     assert breakpoints.register_hit(record) == []
     assert bp.hits == 3  # a disabled breakpoint is not hit
+
+
+def test_removing_keeps_every_lookup_right():
+    breakpoints = BreakpointSet()
+    step, calc = breakpoints.add("step", 3), breakpoints.add("tool", "calc")
+    flt = breakpoints.add("filter", "~obs boom")
+    breakpoints.remove(calc)
+    breakpoints.remove(calc)  # not there any more: nothing happens
+    record = StepRecord(step=3, tool="calc", observation="boom")
+    assert breakpoints.reasons(record) == ["breakpoint: step 3", "breakpoint: ~obs boom"]
+    breakpoints.remove(step)
+    breakpoints.remove(flt)
+    assert breakpoints.reasons(record) == [] and len(breakpoints) == 0 and not breakpoints.has_step(3)
+    calc_off = breakpoints.add("tool", "calc")  # added again: a new breakpoint, found again
+    assert calc_off is not calc and breakpoints.reasons(record) == ["breakpoint: tool calc"]
+    assert breakpoints[0] is calc_off and breakpoints.index(calc_off) == 0
+    breakpoints.clear()
+    assert breakpoints.reasons(record) == [] and breakpoints.add("step", 3) is not step
+
+
+def lines_run_loading(count: int) -> int:
+    """Lines of breakpoints.py run while a sidecar of ``count`` breakpoints is read."""
+    data = {"format": "agentdbg-breakpoints", "version": 1,
+            "breakpoints": [{"kind": kind, "spec": f"{kind[0]}{n}" if kind == "tool" else str(n + 1)}
+                            for n in range(count) for kind in ("step", "tool")]}
+    here = BreakpointSet.from_dict.__code__.co_filename
+    lines = 0
+
+    def trace(frame, event, arg):
+        nonlocal lines
+        if frame.f_code.co_filename != here:
+            return None
+        if event == "line":
+            lines += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        BreakpointSet.from_dict(data)
+    finally:
+        sys.settrace(None)
+    return lines
+
+
+def test_loading_breakpoints_takes_linear_work():
+    # Lines run, not seconds: a fixed count, whatever the machine. Twice the breakpoints
+    # is twice the work (a scan of those already added for each new one made it four times).
+    small, large = lines_run_loading(300), lines_run_loading(600)
+    assert 1.9 < large / small < 2.1
 
 
 def test_register_hit_keeps_automatic_reasons_while_a_user_breakpoint_is_ignored():
@@ -462,3 +512,33 @@ def test_a_filter_ruling_out_raw_lines_never_matches_the_step(events, text, step
     flt = parse_filter(text)
     if not flt.bytes_test()(step, step_lines(events)):
         assert not flt.matches(record)
+
+
+# --- a tool breakpoint on a name that cannot be shown as it is written ------------------------
+
+def odd_step(tool: str) -> list[ev.Event]:
+    return [ev.StepStart(step=3), ev.ActionTaken(step=3, tool=tool, args="1"),
+            ev.Observation(step=3, text="1"),
+            ev.GuardCounters(step=3, steps=[3, None], repeats=[1, None], errors=[0, None], tokens=[0, None])]
+
+
+@pytest.mark.parametrize("tool, shown", [("calc\u200b", "calc<U+200B>"), ("c\u202eclac", "c<U+202E>clac"),
+                                         ("calc\ud800", "calc<U+D800>"), ("calc\x1b[0m", "calc")])
+def test_a_tool_breakpoint_matches_a_name_as_shown(tool: str, shown: str):
+    record = StepRecord.from_events(3, odd_step(tool))
+    breakpoints = BreakpointSet()
+    breakpoints.auto = dict.fromkeys(AUTO_BREAKS, False)
+    breakpoints.add("tool", shown)  # what the screen shows, and the breakpoint dialog offers
+    assert breakpoints.reasons(record) == [f"breakpoint: tool {shown}"]
+    data = "".join(fmt.event_line(event) for event in odd_step(tool)).encode("utf-8")
+    assert breakpoints.skip_test()(3, data) is False  # a scan over a file decodes that step
+    plain = step_lines(odd_step("calc"))
+    assert breakpoints.skip_test()(3, plain) is (shown != "calc")
+
+
+def test_a_name_that_only_looks_like_another_is_not_it():
+    breakpoints = BreakpointSet()
+    breakpoints.auto = dict.fromkeys(AUTO_BREAKS, False)
+    breakpoints.add("tool", "calc")
+    assert breakpoints.reasons(StepRecord.from_events(3, odd_step("calc\u200b"))) == []
+    assert breakpoints.reasons(StepRecord.from_events(3, odd_step("calc"))) == ["breakpoint: tool calc"]

@@ -98,3 +98,18 @@ def test_the_documented_example_is_what_the_engine_writes():
         d.pop("source", None)
         p.pop("source", None)
         assert d == p
+
+
+def test_run_end_carries_a_graders_verdict_through_json():
+    end = ev.RunEnd(step=3, outcome="answered", answer="SUPPORTS", steps=3,
+                    verdict={"correct": False, "score": 0.0, "expected": "REFUTES", "grader": "em"})
+    again = ev.event_from_dict(json.loads(json.dumps(end.to_dict())))
+    assert again == end
+    assert "verdict" not in ev.RunEnd(step=1, outcome="answered").to_dict()
+
+
+@pytest.mark.parametrize("verdict", [{"correct": 1}, {"score": "0.5"}, {"score": True}, {"expected": 3},
+                                     {"grader": None}])
+def test_run_end_refuses_a_verdict_of_the_wrong_shape(verdict):
+    with pytest.raises(ValueError, match="verdict"):
+        ev.event_from_dict({"type": "run_end", "step": 1, "outcome": "answered", "verdict": verdict})

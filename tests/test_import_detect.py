@@ -18,6 +18,18 @@ EXPECTED_FORMAT = {
     "openai-chat": "openai-chat",
     "anthropic-messages": "anthropic-messages",
     "otel-genai": "otel-genai",
+    "codex-rollout": "codex-rollout",
+    "claude-code": "claude-code",
+    "gemini-cli": "gemini-cli",
+    "vercel-ai-sdk": "vercel-ai-sdk",
+    "inspect-ai": "inspect-ai",
+    "openhands": "openhands",
+    "tau-bench": "tau-bench",
+    "mini-swe-agent": "mini-swe-agent",
+    "otel-sdk": "otel-sdk",
+    "otlp-protobuf": "otlp-protobuf",
+    "openai-responses": "openai-responses",
+    "langchain": "langchain",
 }
 # Too little in them to tell which format they are: they open with --format.
 UNDETECTABLE = {"transcript/edge_empty.txt"}

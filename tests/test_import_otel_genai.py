@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from test_import_support import convert, counters, fixture, markers, problems_text, tools_called
+from test_import_support import (
+    IMPORT_FIXTURES,
+    convert,
+    counters,
+    fixture,
+    markers,
+    problems_text,
+    tools_called,
+)
 
 from agentdbg.importers import otel_genai
 
@@ -24,9 +32,10 @@ def test_agent_trace_spans_in_start_order():
     assert [r.step_tokens for r in run.records] == [352, 0, 530]
     assert counters(run, "tokens") == [352, 352, 882]
     assert (run.end.outcome, run.end.answer) == ("answered", "2 copies are available.")
-    # The HTTP span under the catalog tool is kept raw, with the step it happened in.
+    # The HTTP span under the catalog tool is kept raw, with that tool's step (the chat
+    # span made both calls' steps at once: the catalog step, not the last one made).
     assert result.raw_count == 1
-    assert run.records[1].raw[0].note == "span 'GET /catalog'"
+    assert run.records[0].raw[0].note == "span 'GET /catalog'"
 
 
 def test_tool_spans_without_an_agent_or_chat_a_timeout_and_structured_arguments():
@@ -95,3 +104,49 @@ def test_sniff():
     assert otel_genai.sniff('{"resourceSpans": [{"scopeSpans": [')[0]
     ok, why = otel_genai.sniff('{"spans": []}')
     assert not ok and "resourceSpans" in why
+
+
+def test_openllmetry_indexed_prompt_and_completion_attributes():
+    _, result, runs = convert(fixture("otel-genai", "legacy_indexed.json"))
+    [run] = runs
+    # A Traceloop workflow span is the run: its name, its input as the task.
+    assert run.info.name == "support_bot"
+    assert run.info.task == "Where is my order 42?"
+    assert run.info.policy == "recorded: gpt-4o-2024-08-06 (OpenTelemetry GenAI spans)"
+    # llm.request.functions.N.* is the tool registry
+    assert run.info.tools[0] == {"name": "order_status", "description": "Where an order is.",
+                                 "params": {"order_id": "int"}, "dangerous": False}
+    assert [t["name"] for t in run.info.tools] == ["order_status", "order_address"]
+    # gen_ai.completion.0.tool_calls.N.* are the actions; a Traceloop tool span (no call id)
+    # answers the call to its tool; a tool prompt (gen_ai.prompt.N.tool_call_id) answers one
+    # no tool span answered.
+    assert tools_called(run) == ["order_status", "order_address", None]
+    assert run.records[0].args == {"order_id": 42}
+    assert run.records[0].observation == '{"status": "packed", "ships": "tomorrow"}'
+    assert run.records[1].thought == "Let me also check the address."
+    assert run.records[1].observation == "12 Via Roma, Milano"
+    # prompt + completion tokens (not also llm.usage.total_tokens), else the total
+    assert [r.step_tokens for r in run.records] == [95, 140, 150]
+    assert (run.end.outcome, run.end.answer) == ("answered", "Order 42 ships tomorrow to 12 Via Roma, Milano.")
+    # gen_ai.completion.1.* is another choice: kept raw
+    assert result.raw_count == 1
+    assert run.records[2].raw[0].note == "another choice of 'openai.chat'"
+    assert run.records[2].raw[0].data["content"] == "It ships tomorrow."
+    assert result.problems == []
+
+
+def test_real_indexed_attributes_from_agx():
+    path = IMPORT_FIXTURES / "real" / "otel-genai" / "agx" / "sample_otel_json_traces.json"
+    name, result, [run] = convert(path)
+    assert name == "otel-genai"
+    assert run.info.task == "List files in the current directory."  # gen_ai.prompt.0.content
+    assert run.info.policy == "recorded: gpt-5 (OpenTelemetry GenAI spans)"
+    # the first turn announced the tool in its text only (gen_ai.completion.0.content): the
+    # tool span no turn asked for is that turn's action
+    assert tools_called(run) == ["list_dir", None]
+    assert run.records[0].thought == "I'll list the files using the list_dir tool."
+    assert run.records[0].args == {"path": "."}
+    assert run.records[0].observation == "README.md\nCargo.toml\nsrc/\n"
+    assert [r.step_tokens for r in run.records] == [120 + 45, 180 + 30]
+    assert run.end.answer == "The directory contains README.md, Cargo.toml, and a src/ folder."
+    assert result.raw_count == 0 and result.problems == []

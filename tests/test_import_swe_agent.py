@@ -107,3 +107,18 @@ def test_history_with_an_exit_status_keeps_it():
     events = swe_agent.convert(text, "pasted.traj").runs[0]
     assert (events[-1].outcome, events[-1].answer) == ("exit_format", "patch")
     assert events[0].task == "x"
+
+
+def test_the_demonstration_is_not_the_task_and_its_calls_are_not_steps():
+    _, result, runs = convert(fixture("swe-agent", "history_demo.traj"))
+    run = runs[0]
+    # The demonstration comes first in the history; the issue is the first message that is not one.
+    assert run.info.task == "mul() returns the sum"
+    assert tools_called(run) == ["open", "submit"]
+    assert run.records[0].observation == "1:def mul(a, b):\n2:    return a + b"
+    raw = [e for e in run.records[0].events if e.type == "raw"]
+    assert [e.source for e in raw] == ["swe-agent system message"] + ["swe-agent demonstration"] * 3
+    assert raw[1].data["content"].startswith("Here is a demonstration")
+    assert raw[2].note == "demonstration assistant message: Let me reproduce the demo bug."
+    assert result.raw_count == 4 and result.problems == []
+    assert run.end.outcome == "submitted" and run.end.answer.endswith("+    return a * b\n")

@@ -4,7 +4,7 @@ the last step reachable, each run of a multi-run file selectable, nothing raw on
 from __future__ import annotations
 
 import pytest
-from test_import_support import all_fixtures, convert, fixture
+from test_import_support import IMPORT_FIXTURES, all_fixtures, convert, fixture
 from test_tui_support import SIZE, pane_text, press, screen_text, settle
 
 from agentdbg import importers
@@ -20,8 +20,24 @@ def _open(path):
     return importers.open_import(path, format=forced) if forced else open_document(path)
 
 
+# Real files from other projects (tests/fixtures/import/real/FORMAT/SOURCE/), beside their
+# notices; not the OTLP files of HTTP spans alone, which hold no agent run (refused).
+REAL_FILES = sorted(p for p in (IMPORT_FIXTURES / "real").glob("*/*/*")
+                    if p.is_file() and p.name not in ("LICENSE", "NOTICE", "SOURCE.md")
+                    and p.parent.name != "otlp2parquet")
+
+
 @pytest.mark.parametrize("path", all_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
 async def test_fixture_opens_in_the_debugger(path):
+    await _opens_in_the_debugger(path)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
+async def test_real_file_opens_in_the_debugger(path):
+    await _opens_in_the_debugger(path)
+
+
+async def _opens_in_the_debugger(path):
     _, _, runs = convert(path, FORCED.get(f"{path.parent.name}/{path.name}"))
     document = _open(path)
     app = DebuggerApp(document, save_breakpoints=False)

@@ -153,7 +153,7 @@ def test_a_rules_plan_runs(tmp_path):
     ("old", "new", "line", "message"),
     [
         ("when = 'Observation: (\\d+)'", "when = 'Observation: (\\d+'", 11,
-         r"\[\[policy.rules\]\] #1: invalid regular expression 'Observation: \(\\d\+': missing \), unterminated subpattern at position 13"),
+         r"\[\[policy.rules\]\] #1: invalid regular expression 'Observation: \(\\d\+' at column 14: missing \), unterminated subpattern"),
         ('say = "Final Answer: {1}"', 'say = "Final Answer: {3}"', 12,
          r"\[\[policy.rules\]\] #1: 'say' uses \{3\} but the rule has 1 group"),
         ("once = true", "once = true\nthen = 1", 16, r"\[\[policy.rules\]\] #2: unknown key 'then'"),

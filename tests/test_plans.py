@@ -80,6 +80,10 @@ def test_each_run_gets_fresh_tools(sample_plans):
          "plan.toml:8: [[tools]] #1 (a): timeout must be a positive number of seconds, got 0"),
         ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "a"\nkind = "calculator"\ntimeout = -1.5\n',
          "plan.toml:8: [[tools]] #1 (a): timeout must be a positive number of seconds, got -1.5"),
+        ('task = "t"\n[guards]\ntool_timeout = 1e8\n[policy]\nkind="outputs"\noutputs=[]\n',
+         "plan.toml:3: [guards]: tool_timeout must be at most 300 seconds, got 1e+08"),
+        ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "a"\nkind = "calculator"\ntimeout = 301\n',
+         "plan.toml:8: [[tools]] #1 (a): timeout must be at most 300 seconds, got 301"),
     ],
 )
 def test_mistakes_name_the_file_and_line(tmp_path, text, expected):

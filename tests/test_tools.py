@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agentdbg.engine import Tool, ToolError, ToolRegistry, scripted
+from agentdbg.engine.tools import MAX_TOOL_TIMEOUT
 
 
 def add(a: int, b: int) -> int:
@@ -84,6 +87,35 @@ def test_a_tool_past_its_time_limit_is_a_timeout_error():
     error = ToolRegistry([slow]).dispatch("slow", {})
     assert error.kind == "timeout"
     assert error.message == "TimeoutError: slow took longer than 0.05s"
+
+
+@pytest.mark.parametrize("timeout, message", [
+    (1e8, "tool 'slow': timeout must be at most 300 seconds, got 1e+08"),
+    (MAX_TOOL_TIMEOUT + 0.5, "at most 300 seconds, got 300.5"),
+    (float("inf"), "must be a positive number of seconds, got inf"),
+    (float("nan"), "must be a positive number of seconds, got nan"),
+    (0, "must be a positive number of seconds, got 0"),
+    (-1, "must be a positive number of seconds, got -1"),
+    (True, "must be a number of seconds, got bool"),
+    ("5", "must be a number of seconds, got str"),
+])
+def test_a_tool_time_limit_is_positive_and_bounded(timeout, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Tool("slow", "", {}, lambda: None, timeout=timeout)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        scripted("slow", [{"return": 1}], timeout=timeout)
+    tool = Tool("slow", "", {}, lambda: None)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tool.timeout = timeout  # set after construction, as a plan loader might
+    assert tool.timeout is None
+
+
+def test_the_longest_time_limit_is_allowed_and_the_registry_default_is_bounded_too():
+    assert Tool("slow", "", {}, lambda: None, timeout=MAX_TOOL_TIMEOUT).timeout == 300.0
+    assert ToolRegistry([], default_timeout=MAX_TOOL_TIMEOUT).default_timeout == 300.0
+    assert ToolRegistry([], default_timeout=None).default_timeout is None  # in the loop's thread, no limit
+    with pytest.raises(ValueError, match="default_timeout must be at most 300 seconds, got 1e\\+08"):
+        ToolRegistry([], default_timeout=1e8)
 
 
 def test_one_positional_argument_binds_to_the_only_parameter(registry):

@@ -103,7 +103,7 @@ def test_states_from_checkpoints_equal_states_folded_from_the_start(tmp_path: Pa
     with open_trace(path) as document:
         document.wait(10)
         (run,) = document.runs
-        assert len(run._run.checkpoint_steps) == 29
+        assert len(run.checkpoint_steps) == 29
         for step in (2999, 1500, 100, 101, 99, 3000, 1, 0, 2500):
             assert run.state_at(step) == expected.state_at(step)
         assert run.state_at(3000).outcome == "answered"
@@ -116,7 +116,7 @@ def test_a_file_without_checkpoints_is_still_exact_and_keeps_milestones(tmp_path
     with open_trace(path) as document:
         document.wait(10)
         (run,) = document.runs
-        assert len(run._run.checkpoint_steps) == 0
+        assert len(run.checkpoint_steps) == 0
         assert run.state_at(650) == expected.state_at(650)
         every = fmt.CHECKPOINT_EVERY
         assert run._milestone_steps == list(range(every, 651, every))
@@ -716,7 +716,7 @@ def test_checkpoints_of_several_runs_stay_with_their_run(tmp_path: Path, sample_
     with open_trace(path) as document:
         document.wait(10)
         assert [run.step_count for run in document.runs] == [5, 6, 2, 3]
-        assert [list(run._run.checkpoint_steps) for run in document.runs] == [[1, 2, 3, 4], [0, 1, 2, 3, 4, 5], [1], [1, 2]]
+        assert [list(run.checkpoint_steps) for run in document.runs] == [[1, 2, 3, 4], [0, 1, 2, 3, 4, 5], [1], [1, 2]]
         for run, events in zip(document.runs, runs, strict=True):
             expected = EventRun(events)
             for step in range(run.step_count, -1, -1):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,9 @@ from agentdbg.engine import events as ev
 from agentdbg.plans import load_plan
 from agentdbg.state import group_run
 from agentdbg.trace import format as fmt
-from agentdbg.trace.writer import TraceWriter, write_trace
+from agentdbg.trace import writer as writer_module
+from agentdbg.trace.reader import open_trace
+from agentdbg.trace.writer import TraceWriteError, TraceWriter, write_trace
 
 
 def plan_events(sample_plans: Path, name: str) -> list[ev.Event]:
@@ -176,6 +181,16 @@ def test_untrusted_text_is_written_verbatim_and_stays_on_one_line(tmp_path: Path
     assert [ev.event_from_dict(d) for d in lines(path)[1:]] == events
 
 
+def test_a_lone_surrogate_is_written_escaped_and_reads_back(tmp_path: Path) -> None:
+    events = [ev.RunStart(step=0, task="é \ud800"), ev.StepStart(step=1), ev.Thought(step=1, text="x \udfff y")]
+    path = tmp_path / "surrogate.jsonl"
+    write_trace(path, [events], header={"source": "file\udcff.traj"})  # an undecodable file name
+    assert b"\\ud800" in path.read_bytes() and b"\\udcff" in path.read_bytes()
+    header, *rest = lines(path)
+    assert header["source"] == "file\udcff.traj"
+    assert [ev.event_from_dict(d) for d in rest] == events
+
+
 def test_the_example_in_the_format_guide_is_what_a_recording_writes(tmp_path: Path, sample_plans: Path) -> None:
     guide = (Path(__file__).resolve().parents[1] / "docs" / "trace-format.md").read_text(encoding="utf-8")
     block = guide[guide.index('\n{"type":"header"') + 1:]
@@ -187,3 +202,140 @@ def test_the_example_in_the_format_guide_is_what_a_recording_writes(tmp_path: Pa
     for data in (written[1], example[1]):
         data.pop("source", None)  # the plan's path as it was given
     assert [e for e in written if e["type"] != "header"] == [e for e in example if e["type"] != "header"]
+
+
+# -- a write that fails: disk full, I/O error, file too large ---------------------------------
+
+
+class FillingFile(io.FileIO):
+    """A file on a disk with ``room`` bytes left: writes are cut short there, then fail."""
+
+    room = 0
+    error = errno.ENOSPC
+
+    def write(self, data) -> int:
+        if FillingFile.room <= 0:
+            raise OSError(FillingFile.error, os.strerror(FillingFile.error))
+        written = super().write(bytes(data[: FillingFile.room]))
+        FillingFile.room -= written
+        return written
+
+
+def filling_open(fd: int, mode: str, buffering: int, closefd: bool):
+    raw = FillingFile(fd, mode, closefd)
+    return io.BufferedWriter(raw, buffering) if buffering else raw
+
+
+@pytest.fixture
+def disk_with_room(monkeypatch):
+    def limit(room: int, error: int = errno.ENOSPC) -> None:
+        monkeypatch.setattr(FillingFile, "room", room)
+        monkeypatch.setattr(FillingFile, "error", error)
+        monkeypatch.setattr(writer_module, "open", filling_open, raising=False)
+
+    return limit
+
+
+def complete_event_lines(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    assert data.endswith(b"\n"), "no half-written line is left at the end"
+    return [line for line in data.split(b"\n")[1:] if line and not line.startswith(fmt.CHECKPOINT_PREFIX)]
+
+
+@pytest.mark.parametrize("error, reason", [(errno.ENOSPC, "No space left on device"),
+                                           (errno.EIO, "Input/output error"),
+                                           (errno.EFBIG, "File too large")])
+def test_a_failed_write_cuts_the_half_line_and_says_how_much_the_trace_holds(
+        tmp_path: Path, sample_plans: Path, disk_with_room, error, reason) -> None:
+    events = plan_events(sample_plans, "library_hallucinating")
+    path = tmp_path / "run.jsonl"
+    disk_with_room(2000, error)
+    writer = TraceWriter(path)
+    with pytest.raises(TraceWriteError) as failed:
+        writer.write_all(events)
+    kept = complete_event_lines(path)
+    assert 0 < len(kept) < len(events) and failed.value.events_kept == len(kept) == writer.events_written
+    assert str(failed.value) == f"cannot write {path}: {reason} (the trace holds the first {len(kept)} events)"
+    assert failed.value.errno == error and isinstance(failed.value, OSError)
+    assert [ev.event_from_dict(json.loads(line)) for line in kept] == events[: len(kept)]
+    with pytest.raises(TraceWriteError):  # the writer stays failed: the run stops
+        writer.write(events[-1])
+    writer.close()  # already reported: closing is quiet
+    assert complete_event_lines(path) == kept
+    with open_trace(path) as document:
+        assert document.wait(10)
+        assert document.runs[0].events() == events[: len(kept)]
+        assert [p for p in document.problems if "incomplete" in p.message] == []
+
+
+def test_a_header_that_cannot_be_written_leaves_an_empty_file_and_no_events(tmp_path: Path, disk_with_room) -> None:
+    path = tmp_path / "run.jsonl"
+    disk_with_room(10)
+    with pytest.raises(TraceWriteError, match=r"No space left on device \(the trace holds no events\)$"):
+        TraceWriter(path)
+    assert path.read_bytes() == b""
+    disk_with_room(10_000)  # space again
+    TraceWriter(path, mode="create").close()  # an empty file is no obstacle to the next recording
+
+
+def test_appending_when_the_disk_fills_keeps_the_earlier_runs(tmp_path: Path, sample_plans: Path, disk_with_room) -> None:
+    path = tmp_path / "batch.jsonl"
+    with TraceWriter(path) as writer:
+        writer.write_all(plan_events(sample_plans, "library_good"))
+    before = path.read_bytes()
+    stuck = plan_events(sample_plans, "library_stuck")
+    disk_with_room(len(fmt.event_line(stuck[0]).encode()) + 5)  # room for the run_start line only
+    with pytest.raises(TraceWriteError) as failed, TraceWriter(path) as writer:
+        writer.write_all(stuck)
+    assert str(failed.value).endswith("(the trace holds its earlier runs and the first 1 event of this one)")
+    assert path.read_bytes().startswith(before) and path.read_bytes().endswith(b"\n")
+
+
+def test_a_real_full_device_under_the_writer(tmp_path: Path, sample_plans: Path) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    events = plan_events(sample_plans, "library_good")
+    path = tmp_path / "run.jsonl"
+    writer = TraceWriter(path)
+    writer.write_all(events[:3])
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, writer._file.fileno())  # from here on, every write meets a full disk
+    os.close(full)
+    with pytest.raises(TraceWriteError, match=r"No space left on device \(the trace holds the first 3 events\)"):
+        writer.write_all(events[3:])
+    writer.close()
+    assert len(complete_event_lines(path)) == 3
+
+
+def test_a_failing_fsync_is_a_write_error(tmp_path: Path, sample_plans: Path, monkeypatch) -> None:
+    def broken_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    path = tmp_path / "run.jsonl"
+    writer = TraceWriter(path, fsync=True)
+    monkeypatch.setattr(writer_module.os, "fsync", broken_fsync)
+    with pytest.raises(TraceWriteError, match="Input/output error"):
+        writer.write_all(plan_events(sample_plans, "library_good"))
+    writer.close()
+
+
+def test_a_buffered_writer_reports_a_failure_when_it_closes(tmp_path: Path, sample_plans: Path, disk_with_room) -> None:
+    path = tmp_path / "run.jsonl"
+    disk_with_room(500)
+    writer = TraceWriter(path, flush=False)
+    writer.write_all(plan_events(sample_plans, "library_good"))  # held in the buffer
+    with pytest.raises(TraceWriteError) as failed:
+        writer.close()
+    assert failed.value.events_kept is None and str(failed.value) == f"cannot write {path}: No space left on device"
+    writer.close()
+
+
+def test_write_trace_on_a_full_disk_leaves_the_old_file_and_no_temporary_one(
+        tmp_path: Path, sample_plans: Path, disk_with_room) -> None:
+    path = tmp_path / "out.jsonl"
+    path.write_text("old content\n")
+    disk_with_room(1000)
+    with pytest.raises(OSError) as failed:
+        write_trace(path, [plan_events(sample_plans, "library_good")])
+    assert failed.value.errno == errno.ENOSPC and ".partial" not in str(failed.value)
+    assert path.read_text() == "old content\n" and list(tmp_path.iterdir()) == [path]

@@ -3,7 +3,8 @@
 ``agentdbg [FILE]`` opens the debugger (on a bundled demo when no file is given);
 ``agentdbg SUBCOMMAND ...`` runs one of SUBCOMMANDS without a screen. Each subcommand
 lives in its own module with ``add_arguments(parser)`` and ``run(args) -> exit code``.
-Exit codes: 0 ok, 1 a checked condition occurred, 2 unusable input or arguments.
+Exit codes: 0 ok, 1 a checked condition occurred (or a recording could not be written to
+its end), 2 unusable input or arguments.
 """
 
 from __future__ import annotations
@@ -42,21 +43,27 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("file", nargs="?", help="plan (.toml), trace (.jsonl) or saved run")
     parser.add_argument("--format", help="read FILE as this format instead of detecting it")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan that runs Python code")
+    parser.add_argument("--allow-network", action="store_true", help="allow a plan that calls a model over the network")
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")
     parser.add_argument("--version", action="version", version=f"agentdbg {__version__}")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from agentdbg.cli.terminal import safe_std_streams
+
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in SUBCOMMANDS:
-        parser, module = _subcommand_parser(argv[0])
-        args = parser.parse_args(argv[1:])
-        try:
-            return module.run(args)
-        except KeyboardInterrupt:
-            return 130
-    args = _main_parser().parse_args(argv)
+        # Whatever a subcommand prints (argparse's messages too) passes the output boundary.
+        with safe_std_streams():
+            parser, module = _subcommand_parser(argv[0])
+            args = parser.parse_args(argv[1:])
+            try:
+                return module.run(args)
+            except KeyboardInterrupt:
+                return 130
+    with safe_std_streams():
+        args = _main_parser().parse_args(argv)
     from agentdbg.cli import debug
 
     return debug.run(args)

@@ -153,8 +153,14 @@ def _check(document: Any, names: list[str], args: argparse.Namespace) -> dict[st
     step_checks = [(name, CONDITIONS[name].step) for name in names if CONDITIONS[name].step]
     run_checks = [(name, CONDITIONS[name].run) for name in names if CONDITIONS[name].run]
     limit = max(args.max_report, 0)
+    if args.run is None and args.max_runs and args.max_runs > 0:
+        render.wait_for_index(document)  # a gate reads every run: know how many first
+        if len(document.runs) > args.max_runs:
+            raise render.InputError(f"{document.path}: {render.plural(len(document.runs), 'run')}, more than "
+                                    f"--max-runs {args.max_runs:,}: not checked; --max-runs N checks more "
+                                    "(0: all), --run N one run")
     runs = []
-    for number, run in render.iter_runs(document, args.run):
+    for number, run in render.iter_runs(document, args.run, args.max_runs):
         counts = dict.fromkeys(names, 0)
         listed: list[dict[str, Any]] = []
         for record in render.iter_records(run):
@@ -194,7 +200,7 @@ def _print(result: dict[str, Any], names: list[str]) -> None:
         title.append(f"run {entry['run']}" if several else "run", style="bold")
         title.append(" · ")
         title.append(entry["name"], style="bold magenta")
-        title.append(f"  ({render.plural(entry['steps'], 'step')}, {entry['outcome']})", style="dim")
+        title.append(f"  ({render.plural(entry['steps'], 'step')}, {one_line(entry['outcome'], 200)})", style="dim")
         console.print(title, soft_wrap=True)
         rows = []
         for failure in entry["failures"]:

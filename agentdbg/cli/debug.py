@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agentdbg.text import one_line
+
 
 def build_app(args: argparse.Namespace):
     """The app to run, or an exit code (with a message on stderr) for unusable arguments."""
@@ -32,14 +34,15 @@ def build_app(args: argparse.Namespace):
             names = ", ".join(["plan", "trace", *importers.BY_NAME])
             print(f"agentdbg: unknown --format {args.format!r}; formats: {names}", file=sys.stderr)
             return 2
-    document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code)
+    document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code,
+                                      allow_network=getattr(args, "allow_network", False))
     if document is not None:
         from agentdbg.cli.render import wait_for_runs
 
         wait_for_runs(document, run_number)  # run N of a large file may lie beyond what is indexed yet
     if document is not None and document.runs and run_number > len(document.runs):
         count = len(document.runs)
-        print(f"agentdbg: --run {run_number}: {args.file} holds {count} run{'s' if count != 1 else ''}",
+        print(f"agentdbg: --run {run_number}: {one_line(args.file)} holds {count} run{'s' if count != 1 else ''}",
               file=sys.stderr)
         document.close()
         return 2
@@ -47,7 +50,10 @@ def build_app(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    app = build_app(args)
+    from agentdbg.cli.terminal import safe_std_streams
+
+    with safe_std_streams():  # the messages of unusable arguments; the app has its own screen
+        app = build_app(args)
     if isinstance(app, int):
         return app
     app.run()

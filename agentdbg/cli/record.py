@@ -3,11 +3,16 @@
 Each event is appended and flushed as it happens, so a recording stopped at any moment
 (Ctrl-C, a kill, a crash) leaves a trace that opens with every complete event.
 ``--fsync`` also forces each step to disk, for power loss.
+
+The trace is held exclusively while it is written: a second ``record`` to the same file
+is refused (exit 2) and changes nothing. Exit 1 when writing fails part-way (disk full,
+an I/O error): the run stops there and the trace keeps every event written before.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", help="the plan to run (TOML with a [policy] table)")
     parser.add_argument("-o", "--output", required=True, metavar="TRACE", help="the trace file to write (JSON Lines)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+    parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
     parser.add_argument("--force", action="store_true", help="replace TRACE if it exists")
     parser.add_argument("--append", action="store_true", help="add the run to an existing trace (a file may hold several runs)")
     parser.add_argument("--fsync", action="store_true", help="force each step to disk as it ends (slower; survives power loss)")
@@ -32,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentdbg.plans import load_plan, looks_like_plan
-    from agentdbg.trace.writer import TraceWriter
+    from agentdbg.trace.writer import TraceBusyError, TraceExistsError, TraceWriteError, TraceWriter
 
     plan_path, output = Path(args.plan), Path(args.output)
     if args.force and args.append:
@@ -43,35 +49,54 @@ def run(args: argparse.Namespace) -> int:
         return render.fail("record", f"{plan_path}: is a directory, not a plan")
     if not looks_like_plan(plan_path):
         return render.fail("record", f"{plan_path}: not a plan (a TOML file with a [policy] table)")
-    if output.is_dir():
-        return render.fail("record", f"{output}: is a directory")
-    if output.exists() and output.resolve() == plan_path.resolve():
+    if _same_file(output, plan_path):
         return render.fail("record", f"{output}: the trace would overwrite the plan")
-    if output.exists() and not (args.force or args.append):
-        return render.fail("record", f"{output}: exists; use --force to replace it or --append to add this run")
     try:
-        plan = load_plan(plan_path, allow_code=args.allow_code)
+        plan = load_plan(plan_path, allow_code=args.allow_code, allow_network=args.allow_network)
     except ValueError as exc:  # PlanError: says file, line and what
         return render.fail("record", str(exc))
+    # Opened once and locked before anything in it is checked, emptied or appended to.
+    mode = "replace" if args.force else "append" if args.append else "create"
+    every = {"checkpoint_every": args.checkpoint_every} if args.checkpoint_every is not None else {}
     try:
-        if args.force and output.exists():
-            output.unlink()
-        every = {"checkpoint_every": args.checkpoint_every} if args.checkpoint_every is not None else {}
-        writer = TraceWriter(output, fsync=args.fsync, header={"source": str(plan_path)}, **every)
-    except (OSError, ValueError) as exc:
-        return render.fail("record", f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
-    with writer:
-        trace = plan.run(on_event=writer.write)
+        writer = TraceWriter(output, mode=mode, fsync=args.fsync, header={"source": str(plan_path)}, **every)
+    except TraceExistsError:
+        return render.fail("record", f"{output}: exists; use --force to replace it or --append to add this run")
+    except TraceWriteError as exc:
+        render.fail("record", str(exc))
+        return 1
+    except TraceBusyError as exc:
+        return render.fail("record", f"{exc}; not recorded")
+    except ValueError as exc:  # not a regular file, a symlink refused, not a trace to append to
+        return render.fail("record", str(exc))
+    except OSError as exc:
+        return render.fail("record", f"cannot write {output}: {exc.strerror or exc}")
+    try:
+        with writer:
+            trace = plan.run(on_event=writer.write)
+    except TraceWriteError as exc:  # the run stops at the first event it could not write
+        render.fail("record", str(exc))
+        return 1
     if not args.quiet:
         outcome = trace.outcome
         line = Text()
         line.append(one_line(plan.name, 80), style="bold")
         line.append(f": {render.plural(len(trace.steps), 'step')}, ")
-        line.append(outcome.status, style="bold green" if outcome.status == "answered" else "bold yellow")
+        line.append(one_line(outcome.status, 80), style="bold green" if outcome.status == "answered" else "bold yellow")
         if outcome.answer is not None:
             line.append(": ")
             line.append(one_line(outcome.answer, 200), style="bold")
-        line.append(f" -> {one_line(str(output), 300)} ({render.plural(writer.events_written, 'event')})")
+        line.append(f" -> {one_line(str(output), 300)}")
+        if writer.target != output:
+            line.append(f" (a symlink to {one_line(str(writer.target), 300)})")
+        line.append(f" ({render.plural(writer.events_written, 'event')})")
         render.make_console().print(line, soft_wrap=True)
     sys.stdout.flush()
     return 0
+
+
+def _same_file(output: Path, plan: Path) -> bool:
+    try:
+        return os.path.samefile(output, plan)  # symlinks and hard links included
+    except OSError:
+        return False  # no output yet

@@ -3,7 +3,8 @@ rendering steps and states with rich (as plain ``Text``, never markup), and JSON
 
 Every string from a run is untrusted: it goes through ``agentdbg.text.sanitize`` and into
 ``rich.text.Text`` objects, so neither markup nor terminal control sequences in a trace can
-reach the terminal.
+reach the terminal; ``agentdbg.cli.terminal`` checks all that is written once more.
+JSON output escapes what could fool a terminal (``agentdbg.text.escape_json``).
 """
 
 from __future__ import annotations
@@ -20,12 +21,16 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Span, Text
 
+from agentdbg.cli.terminal import make_console as make_console
+from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
-from agentdbg.runs import Document
+from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord
-from agentdbg.text import one_line, sanitize, shorten
+from agentdbg.text import escape_json, one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
+TEXT_CHARS = 100_000  # a text in human output is cut beyond this (--json has all of it)
+MAX_RUNS = 20_000  # runs a command reads from one file by default (--max-runs): bounded time
 LABEL_STYLES = {
     "Thought": "italic",
     "Action": "bold cyan",
@@ -52,13 +57,17 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")
     parser.add_argument("--format", metavar="NAME", help="read FILE as this format instead of detecting it (plan, trace, or an importer's name)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+    parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
+    parser.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
+                        help=f"read at most N runs of a file with more (default {MAX_RUNS:,}; 0: no limit)")
 
 
 def open_input(args: argparse.Namespace) -> Document:
     from agentdbg.documents import open_document
 
     try:
-        return open_document(args.file, format=args.format, allow_code=args.allow_code, live=False)
+        return open_document(args.file, format=args.format, allow_code=args.allow_code,
+                             allow_network=getattr(args, "allow_network", False), live=False)
     except ModuleNotFoundError as exc:  # no importers in this installation
         if exc.name and exc.name.startswith("agentdbg.importers"):
             raise InputError(f"{args.file}: not an agentdbg trace or plan") from None
@@ -80,8 +89,12 @@ def wait_for_runs(document: Document, count: int) -> None:
         waiter(0.05)
 
 
-def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, run) for each run, as soon as the index has found it; ``only`` picks one."""
+def iter_runs(document: Document, only: int | None = None, limit: int | None = None) -> Iterator[tuple[int, Any]]:
+    """(number, run) for each run, as soon as the index has found it; ``only`` picks one.
+    With ``limit``, runs after the first ``limit`` are left unread and reported as a
+    problem (``runs_left_unread`` says so afterwards)."""
+    if limit is not None and limit < 0:
+        raise InputError(f"--max-runs {limit}: give a number of runs, or 0 for no limit")
     if only is not None:
         if only < 1:
             raise InputError(f"--run {only}: runs are numbered from 1")
@@ -93,6 +106,9 @@ def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int
     number = 0
     while True:
         if number < len(document.runs):
+            if limit and number >= limit:
+                _report_unread_runs(document, limit)
+                return
             number += 1
             yield number, document.runs[number - 1]
         elif getattr(document, "complete", True):
@@ -100,6 +116,22 @@ def iter_runs(document: Document, only: int | None = None) -> Iterator[tuple[int
                 return
         else:
             document.wait(0.05)
+
+
+def _report_unread_runs(document: Document, limit: int) -> None:
+    waiter = getattr(document, "wait", None)
+    if callable(waiter):
+        waiter()  # the whole count, for the message
+    line_of = getattr(document.runs[limit], "line", None)
+    message = (f"run {limit + 1:,} starts here: the file has {len(document.runs):,} runs, and only the first "
+               f"{limit:,} are read (--max-runs N reads more, 0 all; --run N reads any one)")
+    document.problems.append(Problem(document.path, line_of, message))
+    document.runs_left_unread = len(document.runs) - limit
+
+
+def runs_left_unread(document: Document) -> int:
+    """Runs ``iter_runs`` left unread because of its limit (0 when it read them all)."""
+    return getattr(document, "runs_left_unread", 0)
 
 
 def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[StepRecord]:
@@ -135,14 +167,9 @@ def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
-def make_console(file: TextIO | None = None) -> Console:
-    # Nothing from a run is ever interpreted: markup, emoji codes and highlighting are off.
-    return Console(file=file or sys.stdout, highlight=False, markup=False, emoji=False)
-
-
 def print_problems(problems: list, path: str, command: str, file: TextIO | None = None) -> None:
     """Problems found reading ``path`` (a damaged line, an odd record), as warnings on stderr."""
-    out = file or sys.stderr
+    out = terminal_stream(file or sys.stderr)
     problems = list(problems)
     for problem in problems[:MAX_PROBLEMS_SHOWN]:
         print(f"agentdbg {command}: warning: {one_line(str(problem), 500)}", file=out)
@@ -160,7 +187,7 @@ def quiet_broken_pipe() -> None:
 
 def fail(command: str, message: str) -> int:
     # Lines stay lines (a list of the formats tried reads better so); control sequences go.
-    print(f"agentdbg {command}: error: {shorten(message, 2000)}", file=sys.stderr)
+    print(f"agentdbg {command}: error: {shorten(message, 2000)}", file=terminal_stream(sys.stderr))
     return 2
 
 
@@ -168,7 +195,7 @@ def fail(command: str, message: str) -> int:
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(ev.jsonable(data), ensure_ascii=False)
+    return escape_json(json.dumps(ev.jsonable(data), ensure_ascii=False))
 
 
 def info_dict(info: RunInfo) -> dict[str, Any]:
@@ -211,10 +238,18 @@ def _clean(text: Any) -> str:
     return sanitize(text if isinstance(text, str) else json.dumps(ev.jsonable(text), ensure_ascii=False))
 
 
+def _text(text: Any) -> str:
+    """A run's text for human output: cleaned, and cut with what is left out said."""
+    if isinstance(text, str) and len(text) > TEXT_CHARS:
+        return shorten(text, TEXT_CHARS)
+    return _clean(text)
+
+
 def _pair(pair: Any, off: str = "") -> str:
     if isinstance(pair, list) and len(pair) == 2:
         value, limit = pair
-        return f"{value}/{limit}" if limit is not None else f"{value}{off}"
+        text = f"{value}/{limit}" if limit is not None else f"{value}{off}"
+        return text if isinstance(value, int) and isinstance(limit, (int, type(None))) else _clean(text)
     return _clean(pair)
 
 
@@ -305,14 +340,14 @@ def run_header(run: Any, number: int, total: int | None, path: str, width: int) 
     title.append(f"  ({sanitize(path)})", style="dim")
     rows = []
     if info.task:
-        rows.append(("", "task", _first_lines(_clean(info.task), 12)))
+        rows.append(("", "task", _first_lines(_text(info.task), 12)))
     tools = sorted(info.tool_names() - {""})
     rows.append(("", "tools", _clean(", ".join(tools)) or "none"))
     rows.append(("", "guards", guards_text(info)))
     if info.policy:
         rows.append(("", "policy", _clean(info.policy)))
     for label, text in StepRecord.from_events(0, getattr(run, "preamble", ())).transcript():
-        rows.append(("", label.lower(), _first_lines(_clean(text), 12)))  # kept before the first step
+        rows.append(("", label.lower(), _first_lines(_text(text), 12)))  # kept before the first step
     out = Text("\n")
     out.append_text(title)
     out.append("\n")
@@ -339,8 +374,8 @@ def step_block(record: StepRecord, width: int) -> Text:
     rows: list[tuple[str, str, str | Text]] = []
     for label, text in record.transcript():
         if label == "Observation" and record.error is not None and record.error not in (text or ""):
-            rows.append(("", "Error", f"{record.error_kind}: {_clean(record.error)}"))
-        rows.append(("", label, _clean(text)))
+            rows.append(("", "Error", f"{_clean(record.error_kind)}: {_text(record.error)}"))
+        rows.append(("", label, _text(text)))
     if record.parse_error is not None:
         rows.insert(0, ("", "Error", f"parse error: {_clean(record.parse_error)}"))
     if not rows:
@@ -403,7 +438,7 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
         value.append(f" after {plural(end.steps, 'step')}")
         if end.answer is not None:
             value.append(": ")
-            value.append(_clean(end.answer), style="bold")
+            value.append(_text(end.answer), style="bold")
         elif end.message:
             value.append(": ")
             value.append(_clean(end.message))
@@ -431,7 +466,7 @@ def state_block(state: RunState, info: RunInfo, width: int) -> Text:
     if state.raw_count:
         rows.append(("", "raw records", str(state.raw_count)))
     if state.answer is not None:
-        rows.append(("", "answer", Text(_clean(state.answer), style="bold")))
+        rows.append(("", "answer", Text(_text(state.answer), style="bold")))
     if state.outcome is not None:
         rows.append(("", "outcome", _clean(state.outcome)))
     out = Text("state after this step\n", style="bold")

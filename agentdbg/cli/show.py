@@ -10,7 +10,7 @@ from rich.text import Text
 
 from agentdbg.cli import render
 from agentdbg.prompt import prompt_at
-from agentdbg.text import sanitize
+from agentdbg.text import one_line, sanitize
 
 PROMPT_STEPS = 200  # a prompt that is the whole transcript: its latest steps only
 
@@ -57,7 +57,7 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
     single = args.run is not None
     out = sys.stdout
     shown = 0
-    for number, run in render.iter_runs(document, args.run):
+    for number, run in render.iter_runs(document, args.run, args.max_runs):
         shown += 1
         if args.json:
             # One JSON object per run, on one line, written as it is read: the steps array
@@ -84,7 +84,7 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
             render.emit(console, render.outcome_text(run, width))
     out.flush()
     if not shown:
-        print(f"agentdbg show: {document.path}: no runs", file=sys.stderr)
+        print(f"agentdbg show: {one_line(document.path)}: no runs", file=render.terminal_stream(sys.stderr))
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from rich.text import Text
 
 from agentdbg.cli import render
-from agentdbg.state import RunState
+from agentdbg.state import RunState, Tally
 from agentdbg.text import one_line
 
 
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     except render.InputError as exc:
         return render.fail("stats", str(exc))
     try:
-        runs = [run_stats(number, run, full=args.full) for number, run in render.iter_runs(document, args.run)]
+        runs = [run_stats(number, run, full=args.full) for number, run in render.iter_runs(document, args.run, args.max_runs)]
         render.wait_for_index(document)
     except render.InputError as exc:
         return render.fail("stats", str(exc))
@@ -53,53 +53,65 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def final_state(run: Any, full: bool = False) -> RunState:
+def final_tally(run: Any, full: bool = False) -> Tally:
+    """The counters after the run's last step. A trace's run reads them from its last
+    checkpoint, or folds them fast from the bytes of the steps after it; ``full`` decodes
+    and folds every step instead (the same figures, every damaged line reported)."""
     if not full:
-        return run.state_at(run.step_count)
-    state = RunState.initial(run.info)
+        fast = getattr(run, "tally", None)
+        return fast() if callable(fast) else Tally.from_state(run.state_at(run.step_count))
+    tally = Tally.from_state(RunState.initial(run.info))
     for record in render.iter_records(run):
-        state = state.advance(record)
-    return state
+        tally.add(record)
+    return tally
 
 
 def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
     getattr(run, "wait", lambda: None)()
-    state = final_state(run, full)
+    tally = final_tally(run, full)
+    steps = run.step_count
     end = run.end
-    tokens = state.tokens if isinstance(state.tokens, list) and len(state.tokens) == 2 else [None, None]
+    info = run.info
+    tokens = tally.tokens if isinstance(tally.tokens, list) and len(tally.tokens) == 2 else [None, None]
+    if end is not None:
+        outcome = end.outcome
+    else:
+        outcome = tally.outcome or ("incomplete" if run.complete else "running")
     return {
         "run": number,
-        "name": run.info.name,
-        "task": run.info.task,
-        "steps": run.step_count,
-        "answer": end.answer if end is not None else state.answer,
-        "outcome": render.run_outcome(run, state),
-        "tools": {name: calls[0] for name, calls in state.tool_calls.items()},
-        "tool_errors": {name: calls[1] for name, calls in state.tool_calls.items() if len(calls) > 1 and calls[1]},
-        "errors": state.error_count,
-        "parse_errors": state.parse_errors,
-        "repeats": state.repeat_count,
-        "guard_trips": [{"step": step, "guard": guard, "message": message} for step, guard, message in state.trips],
+        "name": info.name,
+        "task": info.task,
+        "steps": steps,
+        "answer": end.answer if end is not None else tally.answer,
+        "outcome": outcome,
+        "tools": {name: calls[0] for name, calls in tally.tool_calls.items()},
+        "tool_errors": {name: calls[1] for name, calls in tally.tool_calls.items() if len(calls) > 1 and calls[1]},
+        "errors": tally.error_count,
+        "parse_errors": tally.parse_errors,
+        "repeats": tally.repeat_count,
+        "guard_trips": [{"step": step, "guard": guard, "message": message} for step, guard, message in tally.trips],
         "tokens": {"total": tokens[0], "budget": tokens[1]},
-        "raw_records": state.raw_count,
+        "raw_records": tally.raw_count,
         "complete": end is not None,
     }
 
 
 def _print(result: dict[str, Any]) -> None:
     console = render.make_console()
+    width = console.width  # asked once: rich measures the terminal each time
     runs = result["runs"]
     for entry in runs:
         title = Text()
         title.append(f"run {entry['run']}", style="bold")
         title.append(" · ")
         title.append(one_line(entry["name"] or entry["task"], 60) or f"run {entry['run']}", style="bold magenta")
-        console.print(title, soft_wrap=True)
-        console.print(render.rows_text(_rows(entry), console.width, number_width=0, label_width=12), end="", soft_wrap=True)
+        title.append("\n")
+        render.emit(console, title)  # plainly in a pipe: many runs print fast
+        render.emit(console, render.rows_text(_rows(entry), width, number_width=0, label_width=12))
     if len(runs) > 1:
-        console.print(_totals(runs), soft_wrap=True)
+        render.emit(console, _totals(runs).append("\n"))
     if not runs:
-        console.print(Text(f"{result['path']}: no runs", style="dim"))
+        console.print(Text(f"{one_line(result['path'])}: no runs", style="dim"))
     sys.stdout.flush()
 
 
@@ -110,8 +122,8 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
     trips = "; ".join(f"step {t['step']}: {t['guard']}" for t in entry["guard_trips"])
     tokens = entry["tokens"]
     budget = f" of {tokens['budget']:,}" if isinstance(tokens["budget"], int) else ""
-    total = f"{tokens['total']:,}" if isinstance(tokens["total"], int) else str(tokens["total"])
-    outcome = Text(entry["outcome"], style="bold green" if entry["outcome"] == "answered" else "bold yellow")
+    total = f"{tokens['total']:,}" if isinstance(tokens["total"], int) else one_line(str(tokens["total"]), 60)
+    outcome = Text(one_line(entry["outcome"], 200), style="bold green" if entry["outcome"] == "answered" else "bold yellow")
     rows: list[tuple[str, str, str | Text]] = [
         ("", "steps", f"{entry['steps']:,}"),
         ("", "outcome", outcome),
@@ -136,7 +148,7 @@ def _totals(runs: list[dict[str, Any]]) -> Text:
     repeats = sum(entry["repeats"] for entry in runs)
     tokens = sum(entry["tokens"]["total"] or 0 for entry in runs if isinstance(entry["tokens"]["total"], int))
     line = Text("total", style="bold")
-    spread = ", ".join(f"{count} {outcome}" for outcome, count in sorted(outcomes.items(), key=lambda i: -i[1]))
+    spread = ", ".join(f"{count} {one_line(outcome, 60)}" for outcome, count in sorted(outcomes.items(), key=lambda i: -i[1]))
     line.append(f"  {render.plural(len(runs), 'run')} ({spread}); {render.plural(steps, 'step')}, "
                 f"{render.plural(errors, 'error')}, {render.plural(repeats, 'repeat')}, {tokens:,} tokens")
     return line

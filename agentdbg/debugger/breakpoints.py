@@ -10,13 +10,14 @@ honours ignore counts), for the step where a continue actually stops.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring, encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
 from agentdbg.debugger import quick
+from agentdbg.debugger.files import Refused, read_small_file, replace_file
 from agentdbg.debugger.filters import Filter, parse_filter
 from agentdbg.text import flat
 
@@ -32,6 +33,7 @@ BREAKPOINT_KINDS = ("step", "tool", "filter")
 SIDECAR_SUFFIX = ".breakpoints.json"
 SIDECAR_FORMAT = "agentdbg-breakpoints"
 SIDECAR_VERSION = 1
+MAX_SIDECAR_BYTES = 16 * 1024 * 1024  # about 300,000 breakpoints; more is certainly not a sidecar
 REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
 
 def one_line(text: Any, width: int = REASON_WIDTH) -> str:
@@ -72,6 +74,14 @@ class Breakpoint:
 
 def validate(kind: str, spec: Any) -> str:
     """The spec in its normal form; ValueError with a readable message when it is bad."""
+    spec = _normal_spec(kind, spec)
+    if kind == "filter":
+        parse_filter(spec)  # raises ValueError saying what and where
+    return spec
+
+
+def _normal_spec(kind: str, spec: Any) -> str:
+    """As ``validate``, a filter's expression not parsed yet (a ``Breakpoint`` parses it)."""
     if kind not in BREAKPOINT_KINDS:
         raise ValueError(f"unknown breakpoint kind {kind!r}; known: {', '.join(BREAKPOINT_KINDS)}")
     if kind == "step":
@@ -81,10 +91,7 @@ def validate(kind: str, spec: Any) -> str:
         return str(int(text))
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a {kind} breakpoint needs a {'tool name' if kind == 'tool' else 'filter'}")
-    spec = spec.strip()
-    if kind == "filter":
-        parse_filter(spec)  # raises ValueError saying what and where
-    return spec
+    return spec.strip()
 
 
 class BreakpointSet:
@@ -93,7 +100,12 @@ class BreakpointSet:
     def __init__(self) -> None:
         self.auto: dict[str, bool] = dict.fromkeys(AUTO_BREAKS, True)
         self.breakpoints: list[Breakpoint] = []
-        self._reindex()
+        # Lookups by kind and spec, step and tool: adding, finding and the per-step check
+        # stay cheap with many breakpoints (each kept up to date as one is added or removed).
+        self._keys: dict[tuple[str, str], Breakpoint] = {}
+        self._steps: dict[int, Breakpoint] = {}
+        self._tools: dict[str, list[Breakpoint]] = {}
+        self._filters: list[Breakpoint] = []
 
     # --- editing ---------------------------------------------------------------------
 
@@ -106,18 +118,35 @@ class BreakpointSet:
 
     def add(self, kind: str, spec: Any) -> Breakpoint:
         """Add a breakpoint (or return the existing one with the same kind and spec)."""
-        spec = validate(kind, spec)
-        for bp in self.breakpoints:
-            if bp.kind == kind and bp.spec == spec:
-                return bp
-        bp = Breakpoint(kind, spec)
+        spec = _normal_spec(kind, spec)
+        existing = self._keys.get((kind, spec))
+        if existing is not None:
+            return existing
+        bp = Breakpoint(kind, spec)  # parses a filter: ValueError saying what and where
         self.breakpoints.append(bp)
-        self._reindex()
+        self._keys[(kind, spec)] = bp
+        if kind == "step":
+            self._steps[int(spec)] = bp
+        elif kind == "tool":
+            self._tools.setdefault(spec, []).append(bp)
+        else:
+            self._filters.append(bp)
         return bp
 
     def remove(self, bp: Breakpoint) -> None:
-        self.breakpoints = [b for b in self.breakpoints if b is not bp]
-        self._reindex()
+        if self._keys.get((bp.kind, bp.spec)) is not bp:
+            return
+        del self._keys[(bp.kind, bp.spec)]
+        self.breakpoints.remove(bp)
+        if bp.kind == "step":
+            del self._steps[int(bp.spec)]
+        elif bp.kind == "tool":
+            same_tool = self._tools[bp.spec]
+            same_tool.remove(bp)
+            if not same_tool:
+                del self._tools[bp.spec]
+        else:
+            self._filters.remove(bp)
 
     def toggle(self, bp: Breakpoint) -> bool:
         """Enable or disable; returns the new setting."""
@@ -143,7 +172,7 @@ class BreakpointSet:
 
     def clear(self) -> None:
         self.breakpoints = []
-        self._reindex()
+        self._keys, self._steps, self._tools, self._filters = {}, {}, {}, []
 
     def __len__(self) -> int:
         return len(self.breakpoints)
@@ -151,18 +180,13 @@ class BreakpointSet:
     def __iter__(self):
         return iter(list(self.breakpoints))
 
-    def _reindex(self) -> None:
-        # Lookups by step and tool keep the per-step check cheap on long runs.
-        self._steps: dict[int, Breakpoint] = {}
-        self._tools: dict[str, list[Breakpoint]] = {}
-        self._filters: list[Breakpoint] = []
-        for bp in self.breakpoints:
-            if bp.kind == "step":
-                self._steps[int(bp.spec)] = bp
-            elif bp.kind == "tool":
-                self._tools.setdefault(bp.spec, []).append(bp)
-            else:
-                self._filters.append(bp)
+    def __getitem__(self, index: int) -> Breakpoint:
+        """The breakpoint at ``index`` in the order they were added (for a list view)."""
+        return self.breakpoints[index]
+
+    def index(self, bp: Breakpoint) -> int:
+        """Where ``bp`` is in that order; ValueError when it is not in this set."""
+        return self.breakpoints.index(bp)
 
     # --- matching --------------------------------------------------------------------
 
@@ -206,7 +230,10 @@ class BreakpointSet:
         if self._tools:
             tool = getattr(record, "tool", None)
             if type(tool) is str:
-                found.extend(b for b in self._tools.get(tool, ()) if b.enabled)
+                bps = self._tools.get(tool)
+                if bps is None and not (tool.isascii() and tool.isprintable()):
+                    bps = self._tools.get(flat(tool))  # a name as shown: calc<U+200B>
+                found.extend(b for b in bps or () if b.enabled)
         for bp in self._filters:
             if bp.enabled and bp._filter.matches(record):
                 found.append(bp)
@@ -247,7 +274,7 @@ class BreakpointSet:
                 filter_tests.append(test)
         steps = {number for number, bp in self._steps.items() if bp.enabled}
         names = [name for name, bps in self._tools.items() if any(bp.enabled for bp in bps)]
-        may_call = quick.may_name(names) if names else None
+        may_call = quick.may_name(names, or_shown=True) if names else None
         need_quiet = any(self.auto.values())
 
         def cannot_stop(step: int, data: bytes) -> bool:
@@ -318,34 +345,57 @@ class BreakpointSet:
             bp.enabled, bp.ignore, bp.hits = enabled, ignore, hits
         return result
 
-    def save(self, path: str | Path) -> None:
-        """Write the sidecar (atomically); ValueError naming the file when it cannot."""
-        path = Path(path)
-        text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
-        temporary = path.with_name(path.name + ".tmp")
+    def to_text(self) -> str:
+        """``to_dict`` as the sidecar's text: one line per breakpoint (easy to read and to
+        diff, and quick to write with many breakpoints)."""
         try:
-            temporary.write_text(text, encoding="utf-8")
-            os.replace(temporary, path)
-        except OSError as exc:
-            try:
-                temporary.unlink()
-            except OSError:
-                pass
-            raise ValueError(f"{path}: cannot save breakpoints: {exc.strerror or exc}") from None
+            return self._text(encode_basestring)
+        except UnicodeEncodeError:  # a lone surrogate: escape it so the file stays UTF-8
+            return self._text(encode_basestring_ascii)
+
+    def _text(self, quote: Callable[[str], str]) -> str:
+        auto = ", ".join(f"{quote(code)}: {'true' if on else 'false'}" for code, on in self.auto.items())
+        lines = [f'    {{"kind": {quote(bp.kind)}, "spec": {quote(bp.spec)}, '
+                 f'"enabled": {"true" if bp.enabled else "false"}'
+                 + (f', "ignore": {bp.ignore:d}}}' if bp.ignore else "}")
+                 for bp in self.breakpoints]
+        body = "[\n" + ",\n".join(lines) + "\n  ]" if lines else "[]"
+        text = (f'{{\n  "format": {quote(SIDECAR_FORMAT)},\n  "version": {SIDECAR_VERSION},\n'
+                f'  "auto": {{{auto}}},\n  "breakpoints": {body}\n}}\n')
+        text.encode("utf-8")  # UnicodeEncodeError on a lone surrogate
+        return text
+
+    def save(self, path: str | Path) -> None:
+        """Write the sidecar atomically, never through a symbolic link and never over
+        anything but a regular file; ValueError naming the file when it cannot."""
+        path = Path(path)
+        data = self.to_text().encode("utf-8")
+        if len(data) > MAX_SIDECAR_BYTES:  # it could not be read back
+            raise ValueError(f"{path}: cannot save breakpoints: too many to save "
+                             f"({len(data):,} bytes; the limit is {MAX_SIDECAR_BYTES:,})")
+        try:
+            replace_file(path, data)
+        except Refused as exc:
+            raise ValueError(f"{path}: cannot save breakpoints: {exc}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> BreakpointSet:
         """Read a sidecar. A missing file gives the defaults (nothing saved yet); a damaged
         or foreign one gives a ValueError naming the file and what is wrong."""
+        loaded = cls.read(path)
+        return loaded if loaded is not None else cls()
+
+    @classmethod
+    def read(cls, path: str | Path) -> BreakpointSet | None:
+        """As ``load``, None when there is no file. A symbolic link is not followed, and a
+        pipe, a device or a file over ``MAX_SIDECAR_BYTES`` is refused unread."""
         path = Path(path)
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return cls()
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read breakpoints: {exc.strerror or exc}") from None
-        if len(raw) > 10_000_000:
-            raise ValueError(f"{path}: too large for a breakpoints file ({len(raw)} bytes)")
+            raw = read_small_file(path, MAX_SIDECAR_BYTES)
+        except Refused as exc:
+            raise ValueError(f"{path}: cannot read breakpoints: {exc}") from None
+        if raw is None:
+            return None
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:

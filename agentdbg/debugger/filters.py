@@ -14,8 +14,10 @@ Syntax:
   (a backslash escapes the quote character);
 * a bare word or quoted string on its own means ``~text`` (anywhere in the step's text).
 
-Regexes use smart case: case-insensitive unless the pattern has an uppercase letter
-(escapes such as ``\\S`` or ``\\W`` do not count); ``^`` and ``$`` match at each line.
+Regexes go through ``agentdbg.regex``: RE2 syntax, matched in linear time whatever the
+pattern; smart case: case-insensitive unless the pattern has an uppercase letter (escapes
+such as ``\\S`` or ``\\W`` do not count); ``^`` and ``$`` match at each line. A regex
+error names its column in the whole expression.
 
 Matching never raises: a step whose fields are missing or odd simply does not match.
 """
@@ -25,10 +27,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.engine.events import ERROR_KINDS, GUARD_NAMES
 
@@ -53,21 +55,10 @@ def _as_text(value: Any) -> str:
             return ""
 
 
-def compile_regex(pattern: str) -> re.Pattern:
-    """Compile with smart case, ``^`` and ``$`` at line ends as in grep; ValueError carries
-    the regex error."""
-    flags = re.MULTILINE if _has_upper(pattern) else re.MULTILINE | re.IGNORECASE
-    try:
-        with warnings.catch_warnings():  # "possible nested set" and the like: not the user's concern
-            warnings.simplefilter("ignore")
-            return re.compile(pattern, flags)
-    except (re.error, OverflowError, RecursionError, ValueError) as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _has_upper(pattern: str) -> bool:
-    # An escape like \S or \W is a character class, not an uppercase letter the user typed.
-    return any(ch.isupper() for ch in re.sub(r"\\.", "", pattern))
+def compile_regex(pattern: str) -> regex.Pattern:
+    """Compile with smart case, ``^`` and ``$`` at line ends as in grep (see ``regex``);
+    a ``regex.RegexError`` (a ValueError) says what is wrong and where."""
+    return regex.compile_smart(pattern)
 
 
 def transcript_text(record: Any) -> str:
@@ -78,11 +69,11 @@ def transcript_text(record: Any) -> str:
         return ""
 
 
-def _search(pattern: re.Pattern, value: Any) -> bool:
+def _search(pattern: regex.Pattern, value: Any) -> bool:
     text = value if type(value) is str else _as_text(value)
     if len(text) > _SEARCH_LIMIT:
         text = text[:_SEARCH_LIMIT]
-    return pattern.search(text) is not None
+    return pattern.found(text)
 
 
 # --- the filter classes ---------------------------------------------------------------
@@ -218,7 +209,7 @@ class _Regex(_Arg):
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self):
-        may_contain = quick.may_contain_word(self.argument, _has_upper(self.argument))
+        may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument))
         return None if may_contain is None else (lambda step, data: may_contain(data))
 
 
@@ -231,7 +222,7 @@ class FTool(_Arg):
     def __init__(self, argument: str):
         super().__init__(argument)
         if len(argument) >= 2 and argument.startswith("/") and argument.endswith("/"):
-            self.pattern: re.Pattern | None = compile_regex(argument[1:-1])
+            self.pattern: regex.Pattern | None = compile_regex(argument[1:-1])
         else:
             self.pattern = None
 
@@ -320,7 +311,7 @@ class FText(_Regex):
     help = "anywhere in the step's text: thought, action, output, observation, answer"
 
     def _matches(self, record):
-        return self.pattern.search(transcript_text(record)[:_SEARCH_LIMIT]) is not None
+        return self.pattern.found(transcript_text(record)[:_SEARCH_LIMIT])
 
 
 _COMPARISON = re.compile(r"^(>=|<=|==|>|<|=)?\s*(\d{1,18})$")
@@ -478,6 +469,7 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.depth = 0
+        self.quoted_from: list[int] = []  # the text's position of each character read_quoted gave
 
     def column(self, pos: int | None = None) -> str:
         """Where, for a message: "column N" (1-based; the current position by default)."""
@@ -568,11 +560,13 @@ class _Parser:
             raise self.error(f"unexpected ) at {self.column()}")
         if ch == "~":
             return self.parse_code()
-        text = self.read_quoted() if ch in ('"', "'") else self.read_word()
+        quoted = ch in ('"', "'")
+        text = self.read_quoted() if quoted else self.read_word()
         try:
             return FText(text)
-        except ValueError as exc:
-            raise self.error(f"invalid regex {text!r} at {self.column(start)}: {exc}") from None
+        except regex.RegexError as exc:
+            at = self.regex_column(exc, start, quoted)
+            raise self.error(f"invalid regex {text!r} at {at}: {exc.reason}") from None
 
     def parse_code(self) -> Filter:
         start = self.pos
@@ -588,20 +582,33 @@ class _Parser:
             return cls()
         self.skip_space()
         arg_start = self.pos
+        quoted = self.text[arg_start:arg_start + 1] in ('"', "'")
         argument = self.read_argument(cls, start)
         if issubclass(cls, _Compare) and argument in (">", "<", ">=", "<=", "=", "=="):
             argument += self.read_argument(cls, start)  # "~step > 10" reads like "~step >10"
         try:
             return cls(argument)
+        except regex.RegexError as exc:
+            skip = 1 if cls is FTool else 0  # the / that opens ~tool's /REGEX/
+            at = self.regex_column(exc, arg_start, quoted, skip)
+            raise self.error(f"{code}: invalid regex {argument!r} at {at}: {exc.reason}") from None
         except ValueError as exc:
             message = str(exc)
-            if issubclass(cls, _Regex) or (cls is FTool and argument.startswith("/")):
-                message = f"{code}: invalid regex {argument!r} at {self.column(arg_start)}: {message}"
-            elif issubclass(cls, _Compare):
+            if issubclass(cls, _Compare):
                 message = f"{message} at {self.column(arg_start)}"
             else:
                 message = f"{code}: {message} (at {self.column(arg_start)})"
             raise self.error(message) from None
+
+    def regex_column(self, error: regex.RegexError, start: int, quoted: bool, skip: int = 0) -> str:
+        """Where in the expression a regex error is: the faulty character of the argument
+        read from ``start`` (its first character when the error names no place)."""
+        if error.offset is None:
+            return self.column(start)
+        at = error.offset + skip
+        if quoted:
+            return self.column(self.quoted_from[at] if at < len(self.quoted_from) else start)
+        return self.column(start + at)
 
     def read_argument(self, cls: type[Filter], code_start: int) -> str:
         ch = self.peek()
@@ -642,16 +649,19 @@ class _Parser:
         quote, start = self.text[self.pos], self.pos
         pos = start + 1
         out: list[str] = []
+        came_from = self.quoted_from = []
         while pos < len(self.text):
             c = self.text[pos]
             if c == "\\" and pos + 1 < len(self.text) and self.text[pos + 1] in (quote, "\\"):
                 out.append(self.text[pos + 1])
+                came_from.append(pos)
                 pos += 2
                 continue
             if c == quote:
                 self.pos = pos + 1
                 return "".join(out)
             out.append(c)
+            came_from.append(pos)
             pos += 1
         raise self.error(f"unterminated {quote} starting at {self.column(start)}")
 

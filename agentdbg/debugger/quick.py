@@ -54,10 +54,26 @@ def name_spellings(name: str) -> tuple[bytes, ...]:
     return tuple({plain, ascii_only, plain.replace(b"/", b"\\/"), ascii_only.replace(b"/", b"\\/")})
 
 
-def may_name(names: list[str]) -> BytesTest:
-    """May the step mention one of these names (e.g. call one of these tools)?"""
+def may_name(names: list[str], or_shown: bool = False) -> BytesTest:
+    """May the step mention one of these names (e.g. call one of these tools)? With
+    ``or_shown``, also a tool whose name is not shown as it is written (a control sequence
+    or an invisible character in it: it may match a name as shown)."""
     spellings = tuple(s for name in names for s in name_spellings(name))
+    if or_shown:
+        return lambda step, data: any(s in data for s in spellings) or _names_an_odd_tool(data)
     return lambda step, data: any(s in data for s in spellings)
+
+
+def _names_an_odd_tool(data: bytes) -> bool:
+    """Does a "tool" field in these lines hold an escape or a non-ASCII character?"""
+    at = data.find(b'"tool":"')
+    while at != -1:
+        end = data.find(b'"', at + 8)
+        name = data[at + 8:end] if end != -1 else data[at + 8:]
+        if b"\\" in name or not name.isascii():
+            return True
+        at = data.find(b'"tool":"', at + 8)
+    return False
 
 
 def may_contain_word(pattern: str, case_sensitive: bool) -> Callable[[bytes], bool] | None:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, one_line
 from agentdbg.debugger.filters import compile_regex, transcript_text
@@ -258,7 +259,7 @@ class DebugSession:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     continue
-            if pattern.search(transcript_text(self.run.record(step))):
+            if pattern.found(transcript_text(self.run.record(step))):
                 return step
         return None
 
@@ -268,14 +269,24 @@ class DebugSession:
         return one_line(f"step {self.cursor} of {self.run.step_count}{more}")
 
 
-def search_pattern(text: str) -> re.Pattern | None:
+def search_pattern(text: str) -> regex.Pattern | None:
     """Smart-case regex for a search; literal text when it is not a valid regex."""
     if not text:
         return None
     try:
         return compile_regex(text)
     except ValueError:
-        return compile_regex(re.escape(text))
+        return compile_regex(regex.escape(text))
+
+
+def literal_reason(text: str) -> str | None:
+    """Why ``search`` looks for ``text`` literally: what makes it an invalid regex (None
+    when it is a valid one)."""
+    try:
+        compile_regex(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _chain(*ranges: range):

@@ -88,3 +88,8 @@ __all__ += [
     "from_tokenizer",
     "summarize_memory",
 ]
+
+# Policies that call a real model over HTTP (standard library only).
+from agentdbg.engine.model_policies import AnthropicPolicy, ModelCallError, OpenAIChatPolicy  # noqa: E402
+
+__all__ += ["AnthropicPolicy", "ModelCallError", "OpenAIChatPolicy"]

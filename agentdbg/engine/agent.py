@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentdbg.engine import events as ev
-from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, StepBudget, TokenBudget, Trip
+from agentdbg.engine.guards import (
+    ErrorBudget,
+    GuardSet,
+    RepetitionGuard,
+    TokenBudget,
+    Trip,
+    shown_call,
+    unreadable_signature,
+)
 from agentdbg.engine.parsers import Action, FinalAnswer, Step, get_parser
 from agentdbg.engine.policies import Policy, as_policy
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
@@ -173,19 +181,11 @@ class ReActAgent:
     ):
         self.policy = as_policy(policy)
         self.registry = registry
-        self.step_budget = StepBudget(max_steps)
-        self.repetition = RepetitionGuard(active=False)
-        self.errors = ErrorBudget(None)
-        self.token_budget = TokenBudget(None)
-        for guard in guards:
-            if isinstance(guard, RepetitionGuard):
-                self.repetition = guard
-            elif isinstance(guard, ErrorBudget):
-                self.errors = guard
-            elif isinstance(guard, TokenBudget):
-                self.token_budget = guard
-            else:
-                raise TypeError(f"not a guard: {guard!r} (the step budget is max_steps=)")
+        self.guards = GuardSet.of(max_steps, guards)
+        self.step_budget = self.guards.step_budget
+        self.repetition = self.guards.repetition
+        self.errors = self.guards.errors
+        self.token_budget = self.guards.tokens
         self.memory = memory
         self.tokens = tokens
         self.task_label = task_label
@@ -194,12 +194,13 @@ class ReActAgent:
 
     def guard_settings(self) -> dict[str, Any]:
         return {
-            "max_steps": self.step_budget.max_steps,
-            "repeat": self.repetition.settings(),
-            "max_consecutive_errors": self.errors.limit,
-            "token_budget": self.token_budget.limit,
-            "token_estimator": getattr(self.tokens, "__qualname__", type(self.tokens).__name__),
+            **self.guards.settings(),
+            "token_estimator": self.token_source(),
         }
+
+    def token_source(self) -> str:
+        estimator = getattr(self.tokens, "__qualname__", type(self.tokens).__name__)
+        return f"usage reported by the model, else {estimator}" if self.policy.reports_usage else estimator
 
     def start(self, task: str, on_event: Callable[[ev.Event], None] | None = None) -> AgentRun:
         """Begin a run that advances one ``step()`` at a time."""
@@ -225,7 +226,8 @@ class AgentRun:
         self.outcome: Outcome | None = None
         self.task_line = f"{agent.task_label}: {task}"
         self.transcript = self.task_line
-        for resettable in (agent.policy, agent.repetition, agent.errors, agent.token_budget, agent.memory):
+        agent.policy.bind_tools(agent.registry.specs())
+        for resettable in (agent.policy, agent.guards, agent.memory):
             if resettable is not None:
                 resettable.reset()
         self._emit(
@@ -262,6 +264,11 @@ class AgentRun:
             raise RuntimeError("the run has not ended; step() until done")
         return Trace(self.task, list(self.events), list(self.steps), self.outcome, self.transcript)
 
+    def cancel(self) -> None:
+        """Called from another thread: a step waiting on a slow model call gives up at once
+        (the run ends with a policy error). Steps that do not wait on a model are unaffected."""
+        self.agent.policy.cancel()
+
     def step(self) -> StepResult:
         """Advance exactly one reason -> act -> observe turn."""
         if self.done:
@@ -288,18 +295,23 @@ class AgentRun:
         else:
             prompt = self.transcript
 
+        # A model policy's notes (a retry, say) are events of this step, recorded as they happen.
+        agent.policy.on_note = lambda note, data: emit(ev.RawRecord(step=number, source="policy", note=note, data=data))
         try:
             result.output = agent.policy.respond(prompt)
         except Exception as exc:  # a policy bug is data too: shown, not crashed on
             return self._fail(result, "policy", exc)
+        finally:
+            agent.policy.on_note = None
 
         try:
             result.parsed = self.parse(result.output)
         except ValueError as exc:
             result.parse_error = str(exc)
         written = render_output(result.output, result.parsed)
+        reported = agent.policy.reported_tokens()  # a model's real usage, when it gives one
         try:
-            step_tokens = agent.tokens(prompt) + agent.tokens(written)
+            step_tokens = reported if reported is not None else agent.tokens(prompt) + agent.tokens(written)
         except Exception as exc:  # a plugged-in tokenizer failed
             return self._fail(result, "tokens", exc)
         self.transcript += "\n" + written
@@ -314,19 +326,12 @@ class AgentRun:
         else:
             emit(ev.ParseFailed(step=number, message=result.parse_error or "", text=written))
 
-        # Both counters move every step, so each step's counters describe that step.
-        trip = agent.token_budget.spend(step_tokens)
         if isinstance(result.parsed, Action):
-            repeated = agent.repetition.check(result.parsed.signature(), " ".join(result.parsed.call.split()))
-            trip = trip or repeated
-        elif result.parsed is None:
-            # The same unreadable output again is a loop too: compared by its text.
-            text = written.strip()
-            shown = " ".join(text.split())
-            repeated = agent.repetition.check("\x01" + text, shown[:80] + ("…" if len(shown) > 80 else ""))
-            trip = trip or repeated
+            trip = agent.guards.decide(step_tokens, result.parsed.signature(), shown_call(result.parsed.call))
+        elif result.parsed is None:  # the same unreadable output again is a loop too
+            trip = agent.guards.decide(step_tokens, *unreadable_signature(written))
         else:
-            agent.repetition.no_action()
+            trip = agent.guards.decide(step_tokens, None)
         if trip is not None:
             return self._stop(result, trip, step_tokens)
 
@@ -362,7 +367,7 @@ class AgentRun:
             for event in memory_events:
                 emit(event)
 
-        trip = agent.errors.observe(is_error) or agent.step_budget.check(number)
+        trip = agent.guards.observed(is_error) or agent.guards.step_done(number)
         if trip is not None:
             return self._stop(result, trip, step_tokens)
         self._counters(result, step_tokens)
@@ -380,18 +385,7 @@ class AgentRun:
         return result
 
     def _counters(self, result: StepResult, step_tokens: int) -> None:
-        agent = self.agent
-        self._emit(
-            ev.GuardCounters(
-                step=result.step,
-                steps=[result.step, agent.step_budget.max_steps],
-                repeats=agent.repetition.counter,
-                errors=agent.errors.counter,
-                tokens=agent.token_budget.counter,
-                step_tokens=step_tokens,
-            ),
-            result,
-        )
+        self._emit(self.agent.guards.counters(result.step, step_tokens), result)
 
     def _stop(self, result: StepResult, trip: Trip, step_tokens: int) -> StepResult:
         self._counters(result, step_tokens)

@@ -182,6 +182,9 @@ class RunEnd(Event):
     steps: int = 0
     guard: str | None = None
     message: str = ""
+    # A grader's judgement of the run, where the source recorded one (see docs/events.md):
+    # {"correct": bool or null, "score": number or null, "expected": text or null, "grader": text}
+    verdict: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -291,6 +294,20 @@ def _check_tools(value: list) -> str | None:
     return None
 
 
+def _check_verdict(value: dict) -> str | None:
+    correct, score, expected = value.get("correct"), value.get("score"), value.get("expected")
+    if not (correct is None or isinstance(correct, bool)):
+        return '"correct" should be true, false or null'
+    if not (score is None or (isinstance(score, (int, float)) and not isinstance(score, bool)
+                              and score == score and abs(score) != float("inf"))):
+        return '"score" should be a number or null'
+    if not (expected is None or isinstance(expected, str)):
+        return '"expected" should be text or null'
+    if not isinstance(value.get("grader", ""), str):
+        return '"grader" should be text'
+    return None
+
+
 # Shapes inside fields that the derived state relies on: checked here, so a damaged
 # event is refused at the door instead of breaking a view later.
 _NESTED = {
@@ -303,6 +320,7 @@ _NESTED = {
     (MemoryUpdate, "stored"): _check_texts,
     (MemoryRecall, "results"): _check_results,
     (RunStart, "tools"): _check_tools,
+    (RunEnd, "verdict"): _check_verdict,
 }
 
 

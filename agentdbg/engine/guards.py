@@ -6,7 +6,10 @@ new run. ``counter`` is the pair [value, limit] written into each step's ``guard
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from agentdbg.engine import events as ev
 
 
 @dataclass(frozen=True)
@@ -18,17 +21,17 @@ class Trip:
 
 @dataclass
 class StepBudget:
-    """Stop after ``max_steps`` policy turns without a final answer."""
+    """Stop after ``max_steps`` policy turns without a final answer (None: only count)."""
 
-    max_steps: int
+    max_steps: int | None
     name: str = "max_steps"
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1:
+        if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
 
     def check(self, step: int) -> Trip | None:
-        if step >= self.max_steps:
+        if self.max_steps is not None and step >= self.max_steps:
             return Trip(self.name, "budget exhausted", f"step budget exhausted: {self.max_steps} steps used")
         return None
 
@@ -139,3 +142,99 @@ class TokenBudget:
 
 
 Guard = RepetitionGuard | ErrorBudget | TokenBudget
+
+
+def unreadable_signature(text: str) -> tuple[str, str]:
+    """What the repetition guard compares for an output that could not be read as an
+    action (its text, so the same malformed output again is a repeat), and how a trip
+    shows it."""
+    text = text.strip()
+    shown = " ".join(text.split())
+    return "\x01" + text, shown[:80] + ("…" if len(shown) > 80 else "")
+
+
+def shown_call(call: str) -> str:
+    """An action as a repetition trip shows it: on one line."""
+    return " ".join(call.split())
+
+
+@dataclass
+class GuardSet:
+    """One run's four guards, asked at the same points of every step by the engine, the
+    recorder of users' own loops and the importers, so their counters agree:
+
+    1. ``decide`` when the step's output is known: its tokens are spent and its action (or
+       unreadable output) is compared with the earlier ones; an answer repeats nothing.
+       A trip here means the action is not run and the answer not accepted.
+    2. ``observed`` when its observation is in: the error streak;
+    3. ``step_done`` after that: the step budget;
+    4. ``counters`` for the step's ``guards`` event.
+    """
+
+    step_budget: StepBudget
+    repetition: RepetitionGuard
+    errors: ErrorBudget
+    tokens: TokenBudget
+
+    @classmethod
+    def of(cls, max_steps: int | None, guards: Iterable[Guard] = ()) -> GuardSet:
+        """The step budget and any of the other guards (those left out only count)."""
+        chosen = cls(StepBudget(max_steps), RepetitionGuard(active=False), ErrorBudget(None), TokenBudget(None))
+        for guard in guards:
+            if isinstance(guard, RepetitionGuard):
+                chosen.repetition = guard
+            elif isinstance(guard, ErrorBudget):
+                chosen.errors = guard
+            elif isinstance(guard, TokenBudget):
+                chosen.tokens = guard
+            else:
+                raise TypeError(f"not a guard: {guard!r} (the step budget is max_steps=)")
+        return chosen
+
+    @classmethod
+    def counting(cls, max_steps: int | None = None) -> GuardSet:
+        """Guards that stop nothing and only count; ``max_steps`` is reported as given
+        (a source's own budget), never enforced."""
+        guards = cls.of(None)
+        guards.step_budget.max_steps = max_steps
+        return guards
+
+    def reset(self) -> None:
+        for guard in (self.repetition, self.errors, self.tokens):
+            guard.reset()
+
+    def settings(self) -> dict:
+        """The guard settings a ``run_start`` event carries (the token estimator aside)."""
+        return {
+            "max_steps": self.step_budget.max_steps,
+            "repeat": self.repetition.settings(),
+            "max_consecutive_errors": self.errors.limit,
+            "token_budget": self.tokens.limit,
+        }
+
+    def decide(self, tokens: int, signature: str | None, shown: str = "") -> Trip | None:
+        """The step's output is known: spend its ``tokens`` and compare its action
+        (``signature``, None for an answer) with the earlier ones. Both counters move
+        every step, so each step's counters describe that step."""
+        trip = self.tokens.spend(tokens)
+        if signature is None:
+            self.repetition.no_action()
+            return trip
+        repeated = self.repetition.check(signature, shown)
+        return trip or repeated
+
+    def observed(self, is_error: bool) -> Trip | None:
+        return self.errors.observe(is_error)
+
+    def step_done(self, step: int) -> Trip | None:
+        return self.step_budget.check(step)
+
+    def counters(self, step: int, step_tokens: int) -> ev.GuardCounters:
+        return ev.GuardCounters(
+            step=step,
+            steps=[step, self.step_budget.max_steps],
+            repeats=self.repetition.counter,
+            errors=self.errors.counter,
+            tokens=self.tokens.counter,
+            step_tokens=step_tokens,
+        )

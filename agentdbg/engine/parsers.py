@@ -126,8 +126,9 @@ def parse_json_action(text: str) -> Step:
     return Action(_thought_before(text, action.start()), name, args, call=f"{name}\nAction Input: {raw}")
 
 
-_NUM_THOUGHT = re.compile(r"^[ \t]*Thought[ \t]*\d*[ \t]*:[ \t]*", re.M)
-_NUM_ACTION = re.compile(r"^[ \t]*Action[ \t]*(\d*)[ \t]*:\s*(.*?)\s*$", re.M | re.S)
+# Each run of spaces is read once ("[ \t]*\d*[ \t]*" would try every split of a long run: quadratic).
+_NUM_THOUGHT = re.compile(r"^[ \t]*Thought[ \t]*(?:\d+[ \t]*)?:[ \t]*", re.M)
+_NUM_ACTION = re.compile(r"^[ \t]*Action[ \t]*(?:\d+[ \t]*)?:\s*(.*)$", re.M)  # the first non-blank line after the colon
 
 
 def parse_numbered_action(text: str) -> Step:
@@ -140,7 +141,7 @@ def parse_numbered_action(text: str) -> Step:
     head = text[: action.start()]
     found = list(_NUM_THOUGHT.finditer(head))
     thought = head[found[-1].end():].strip() if found else ""
-    written = action.group(2).strip()
+    written = action.group(1).strip()
     call = _BRACKET_CALL.match(written)
     if not call:
         raise ValueError(f"invalid action {written!r}, use Search[entity], Lookup[keyword] or Finish[answer]")

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentdbg import regex
 from agentdbg.engine.parsers import get_parser
 
 
@@ -16,9 +17,26 @@ class Policy:
 
     format: str = "bracket"
     kind: str = "policy"
+    # True when ``reported_tokens`` gives what a call really cost (a model API's usage).
+    reports_usage: bool = False
+    # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,
+    # say) in the trace as it happens, as a raw event of the step.
+    on_note: Callable[[str, dict], None] | None = None
 
     def reset(self) -> None:
         """Start again from the beginning, for a new run."""
+
+    def bind_tools(self, specs: Sequence[dict]) -> None:
+        """The tools of the run about to start (``ToolRegistry.specs()``), before its first
+        step: a policy that calls a model documents them in its system prompt."""
+
+    def reported_tokens(self) -> int | None:
+        """Tokens the last ``respond`` really cost (prompt and output, as a model API reports
+        its usage), or None when unknown: the loop then estimates them."""
+        return None
+
+    def cancel(self) -> None:
+        """Asked from another thread to abandon a ``respond`` in progress (a slow model call)."""
 
     @property
     def exhausted(self) -> bool:
@@ -116,12 +134,12 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of a ``RulePolicy``: when ``when`` (a compiled regular expression, or None
-    for "always") is found in the prompt, answer ``say`` with ``{1}``, ``{2}``... filled
+    """One rule of a ``RulePolicy``: when ``when`` (a compiled ``regex.Pattern``, matched in
+    linear time, or None for "always") is found in the prompt, answer ``say`` with ``{1}``, ``{2}``... filled
     from its groups (``{0}``: the whole match). ``once``: fire at most once per run."""
 
     say: str
-    when: re.Pattern | None = None
+    when: regex.Pattern | None = None
     once: bool = False
 
     @classmethod
@@ -131,9 +149,10 @@ class Rule:
         pattern = None
         if when is not None:
             try:
-                pattern = re.compile(when, re.MULTILINE)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression '{when}': {exc}") from None
+                pattern = regex.compile(when)
+            except regex.RegexError as exc:
+                where = f" at column {exc.offset + 1}" if exc.offset is not None else ""
+                raise ValueError(f"invalid regular expression '{when}'{where}: {exc.reason}") from None
         groups = pattern.groups if pattern is not None else -1
         for found in _PLACEHOLDER.finditer(say):
             number = int(found.group(1))
@@ -142,7 +161,7 @@ class Rule:
                 raise ValueError(f"'say' uses {found.group(0)} but the rule has {have}")
         return cls(say, pattern, once)
 
-    def answer(self, match: re.Match | None) -> str:
+    def answer(self, match: Any) -> str:
         if match is None:
             return self.say
         return _PLACEHOLDER.sub(lambda found: match.group(int(found.group(1))) or "", self.say)

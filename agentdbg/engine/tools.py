@@ -7,8 +7,9 @@ the loop turns into an observation the policy can read and recover from.
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +22,29 @@ TYPE_NAMES: dict[str, tuple[type, ...]] = {
     "bool": (bool,),
     "object": (dict,),
     "array": (list, tuple),
+    "any": (object,),  # anything JSON can carry; a function's Any or unannotated parameter
 }
-_PY_TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", dict: "object", list: "array"}
+_PY_TYPE_NAMES = {str: "str", int: "int", float: "float", bool: "bool", dict: "object", list: "array",
+                  tuple: "array", Any: "any", object: "any"}
+# The JSON Schema type of each parameter type, for a model API's tool definitions.
+SCHEMA_TYPES = {"str": "string", "int": "integer", "float": "number", "number": "number", "bool": "boolean",
+                "object": "object", "array": "array", "any": None}
+# The longest a tool may run. A tool past its limit is abandoned, not killed, and the
+# debugger waits for it: a limit of hours would make the run look hung.
+MAX_TOOL_TIMEOUT = 300.0
+
+
+def check_timeout(value: Any, what: str = "timeout") -> float | None:
+    """A tool time limit: None, or seconds above 0 and at most ``MAX_TOOL_TIMEOUT``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{what} must be a number of seconds, got {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{what} must be a positive number of seconds, got {value}")
+    if value > MAX_TOOL_TIMEOUT:
+        raise ValueError(f"{what} must be at most {MAX_TOOL_TIMEOUT:g} seconds, got {value:g}")
+    return float(value)
 
 
 def type_name(spec: type | str) -> str:
@@ -36,6 +58,8 @@ def type_name(spec: type | str) -> str:
 
 
 def _matches(value: Any, kind: str) -> bool:
+    if kind == "any":
+        return True
     # A bool is an int in Python, never in a tool's signature.
     if isinstance(value, bool) and kind != "bool":
         return False
@@ -61,38 +85,72 @@ class ToolError:
 
 @dataclass
 class Tool:
-    """A named capability: ``params`` maps argument name to type (all required)."""
+    """A named capability: ``params`` maps argument name to type; all are required but
+    those named in ``optional``, which may be left out (or given as null: left out too)."""
 
     name: str
     description: str
     params: Mapping[str, type | str]
     fn: Callable[..., Any]
     dangerous: bool = False
-    timeout: float | None = None  # seconds; None = the registry's default
+    timeout: float | None = None  # seconds, at most MAX_TOOL_TIMEOUT; None = the registry's default
+    optional: Collection[str] = ()
     param_types: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.param_types = {name: type_name(kind) for name, kind in self.params.items()}
+        if isinstance(self.optional, str):
+            raise TypeError(f"tool {self.name!r}: optional should be a collection of parameter names")
+        unknown = [name for name in self.optional if name not in self.param_types]
+        if unknown:
+            raise ValueError(f"tool {self.name!r}: optional names {unknown}, which are not parameters")
+        self.optional = frozenset(self.optional)
+
+    @classmethod
+    def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
+                      dangerous: bool = False, timeout: float | None = None) -> Tool:
+        """A tool from a plain function: its name (``__name__``), its description (the
+        docstring's first paragraph) and its parameters (from the type hints: ``str``,
+        ``int``, ``float``, ``bool``, ``dict``, ``list``; ``Any`` or none is ``any``; a
+        default or ``X | None`` makes a parameter optional). Raises ValueError, naming
+        the parameter, for a signature a tool call cannot fill."""
+        from agentdbg.engine.signatures import describe_function
+
+        spec = describe_function(fn, name)
+        return cls(spec.name, spec.description if description is None else description, spec.params, spec.fn,
+                   dangerous=dangerous, timeout=timeout, optional=spec.optional)
+
+    @property
+    def required(self) -> list[str]:
+        return [name for name in self.param_types if name not in self.optional]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "timeout":  # checked on every assignment, the constructor's included
+            value = check_timeout(value, f"tool {self.name!r}: timeout")
+        super().__setattr__(name, value)
 
     def bind(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
         """Turn one positional string (``calc[5 - 3]``) into the tool's single parameter."""
         if isinstance(args, str):
-            if len(self.param_types) != 1:
+            # The tool's one parameter, or its one required parameter.
+            names = list(self.param_types) if len(self.param_types) == 1 else self.required
+            if len(names) != 1:
                 raise ValueError(
                     f"{self.name} takes {len(self.param_types)} named arguments "
                     f"({', '.join(self.param_types) or 'none'}), not one positional argument"
                 )
-            return {next(iter(self.param_types)): args}
+            return {names[0]: args}
         if not isinstance(args, Mapping):
             raise ValueError(f"arguments must be an object, got {type(args).__name__}")
-        return dict(args)
+        return {name: value for name, value in args.items() if not (value is None and name in self.optional)}
 
     def validate(self, args: Mapping[str, Any]) -> list[str]:
         """Every problem with ``args``: missing, unknown, or of the wrong type."""
         problems = []
         for name, kind in self.param_types.items():
-            if name not in args:
-                problems.append(f"missing argument {name!r}")
+            if name not in args or (args[name] is None and name in self.optional):
+                if name not in self.optional:
+                    problems.append(f"missing argument {name!r}")
             elif not _matches(args[name], kind):
                 problems.append(
                     f"argument {name!r} should be {kind}, got {type(args[name]).__name__}"
@@ -104,18 +162,31 @@ class Tool:
 
     def spec(self) -> dict[str, Any]:
         """What the debugger's tool registry pane shows (JSON-ready)."""
-        return {
+        spec = {
             "name": self.name,
             "description": self.description,
             "params": dict(self.param_types),
             "dangerous": self.dangerous,
         }
+        if self.optional:
+            spec["optional"] = [name for name in self.param_types if name in self.optional]
+        return spec
+
+    def json_schema(self) -> dict[str, Any]:
+        """The parameters as a JSON Schema object, for a model API's tool definition."""
+        properties = {}
+        for name, kind in self.param_types.items():
+            schema_type = SCHEMA_TYPES[kind]
+            properties[name] = {"type": schema_type} if schema_type else {}
+        return {"type": "object", "properties": properties, "required": self.required}
 
 
 class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None, default_timeout: float | None = 10.0):
+        """``default_timeout``: seconds for a tool without its own limit, at most
+        ``MAX_TOOL_TIMEOUT``; None runs such tools in the loop's thread, without a limit."""
         self._tools: dict[str, Tool] = {}
-        self.default_timeout = default_timeout
+        self.default_timeout = check_timeout(default_timeout, "default_timeout")
         for tool in tools or []:
             self.register(tool)
 

@@ -2,8 +2,9 @@
 
 One module per format, each with ``NAME``, ``DESCRIPTION``, ``sniff(head, path) ->
 (ok, reason)`` (a cheap look at the first bytes; a refusal says why) and
-``convert(source, path=None) -> ImportResult``. Detection is by content, never by the
-file's extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
+``convert(source, path=None) -> ImportResult``; a binary format (``BINARY = True``) is
+given the file's bytes instead of its text. Detection is by content, never by the file's
+extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
 See docs/importers.md for what maps to what.
 """
 
@@ -14,11 +15,23 @@ from types import ModuleType
 
 from agentdbg.importers import (
     anthropic_messages,
+    claude_code,
+    codex_rollout,
+    gemini_cli,
+    inspect_ai,
+    langchain,
+    mini_swe_agent,
     openai_chat,
+    openai_responses,
+    openhands,
     otel_genai,
+    otel_sdk,
+    otlp_proto,
     react_paper,
     swe_agent,
+    tau_bench,
     transcript,
+    vercel_ai,
 )
 from agentdbg.importers.base import (
     HEAD_BYTES,
@@ -28,9 +41,17 @@ from agentdbg.importers.base import (
     decode,
     read_head,
 )
+from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
 
-FORMATS: list[ModuleType] = [react_paper, transcript, swe_agent, openai_chat, anthropic_messages, otel_genai]
+FORMATS: list[ModuleType] = [
+    inspect_ai, otlp_proto,  # binary formats first (inspect-ai: zipped .eval logs, and its .json logs)
+    react_paper, transcript, swe_agent,
+    openhands, tau_bench, mini_swe_agent,
+    codex_rollout, claude_code, gemini_cli, vercel_ai,  # JSON with wrapper keys of their own,
+    openai_responses, langchain, otel_sdk,              # before the chat formats
+    openai_chat, anthropic_messages, otel_genai,
+]
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
@@ -47,13 +68,16 @@ def get_format(name: str) -> ModuleType:
 
 
 def sniff_all(head: str | bytes, path: str = "") -> list[tuple[str, bool, str]]:
-    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why)."""
+    """Every format's verdict on ``head`` (the file's first bytes): (name, accepted, why).
+    Binary formats look at the bytes themselves when they are given."""
+    raw = head if isinstance(head, bytes) else None
     if isinstance(head, bytes):
         head = head.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
     verdicts = []
     for module in FORMATS:
+        look = raw if raw is not None and getattr(module, "BINARY", False) else head
         try:
-            ok, reason = module.sniff(head, path)
+            ok, reason = module.sniff(look, path)
         except Exception as exc:  # a sniff is a guess: a failing one only refuses
             ok, reason = False, f"could not look: {type(exc).__name__}: {exc}"
         verdicts.append((module.NAME, ok, reason))
@@ -67,7 +91,9 @@ def detect(path: str | Path) -> str:
     head = _head(path)
     if not head.strip():
         raise NotImportable(f"{path}: the file is empty")
-    verdicts = sniff_all(head, str(path))
+    # A binary format (OTLP protobuf: 0x0a or a size first; a zip) needs the bytes themselves.
+    binary = head[:1] in ("\n", "\x00") or "\ufffd" in head
+    verdicts = sniff_all(_raw_head(path) if binary else head, str(path))
     for name, ok, _ in verdicts:
         if ok:
             return name
@@ -83,6 +109,14 @@ def _head(path: Path) -> str:
         raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def _raw_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES)
+    except OSError as exc:
+        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def convert_file(path: str | Path, format: str | None = None) -> tuple[str, ImportResult]:
     """(format name, what it made of the file)."""
     path = Path(path)
@@ -91,14 +125,17 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
         data = path.read_bytes()
     except OSError as exc:
         raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
-    text, problems = decode(data, str(path))
+    module = BY_NAME[name]
+    text, problems = (data, []) if getattr(module, "BINARY", False) else decode(data, str(path))
     try:
-        result = BY_NAME[name].convert(text, str(path))
+        result = module.convert(text, str(path))
     except NotImportable as exc:
         raise NotImportable(f"{exc} (reading it as {name})") from None
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
     result.problems[:0] = problems
+    if result.step_count == 0 and text.strip() and not result.holds_a_run():
+        raise NotImportable(nothing_read(str(path), name, result.unread, text, len(result.runs)))
     return name, result
 
 

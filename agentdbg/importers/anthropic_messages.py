@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentdbg.importers import claude_code
 from agentdbg.importers.base import (
     ImportResult,
     Source,
@@ -24,7 +25,14 @@ from agentdbg.importers.base import (
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
-from agentdbg.importers.openai_chat import _BLOCK_TYPE_PATHS, ANTHROPIC_BLOCKS
+from agentdbg.importers.openai_chat import (
+    _BLOCK_TYPE_PATHS,
+    _EMPTY_MESSAGES,
+    ANTHROPIC_BLOCKS,
+    unread_lists,
+    what_was_found,
+)
+from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
 
 NAME = "anthropic-messages"
@@ -37,10 +45,16 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if not shape.root:
         return False, "not JSON"
+    if responses_marker(shape):
+        return False, f"{responses_marker(shape)}: OpenAI Responses"
+    if shape.has("message", "role") and any(shape.has(key) for key in claude_code.SESSION_KEYS):
+        return False, "entries with Claude Code's session keys: a Claude Code session"
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
         return True, f"{', '.join(sorted(blocks))} content blocks"
     if shape.has("system") and shape.has("messages"):
+        if not shape.has("messages", "*", "role") and not _EMPTY_MESSAGES.search(head):
+            return False, "a system prompt beside messages without a 'role'"
         return True, "a request body with a top-level system prompt"
     if shape.has("message", "role") and shape.strings("type") & {"user", "assistant"}:
         return True, "transcript entries of {type, message}"
@@ -51,7 +65,13 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
     src = as_source(source, path)
-    return convert_conversations(src, _conversations(src), _conversation_events)
+    conversations = _conversations(src)
+    unread = [key for c in conversations for key in c.pop("unread", ())]
+    result = convert_conversations(src, conversations, _conversation_events)
+    result.empty_run, result.unread = what_was_found(
+        [m if m is not None else data for c in conversations for m, _, data in c["entries"]],
+        bool(conversations), unread)
+    return result
 
 
 def _conversations(src: Source) -> list[dict]:
@@ -79,8 +99,8 @@ def _from_value(src: Source, value: Any, line: int | None) -> list[dict]:
     if isinstance(value, dict):
         if isinstance(value.get("messages"), list):
             return [{"entries": [(m if isinstance(m, dict) else None, line, m) for m in value["messages"]],
-                     "system": value.get("system"),
-                     "tools": value.get("tools"), "model": value.get("model")}]
+                     "system": value.get("system"), "tools": value.get("tools"), "model": value.get("model"),
+                     "unread": unread_lists(value, {"messages", "system", "tools"})}]
         if "role" in value:
             return [{"entries": [(value, line, value)], "model": value.get("model")}]
         src.problem("a JSON object without 'messages': nothing to import", line)
@@ -127,19 +147,22 @@ def _usage(message: dict) -> int | None:
 
 
 def _merge_turns(entries: list) -> list:
-    """Consecutive entries of one assistant message (same ``id``) become one turn."""
+    """Entries of one assistant message (same ``id``) become one turn, also when entries
+    that are not messages (progress, summaries) lie between them."""
     merged: list = []
+    last = -1  # the index in ``merged`` of the latest message
     for message, line, data in entries:
-        if (merged and message is not None and message.get("role") == "assistant"
-                and message.get("id") and merged[-1][0] is not None
-                and merged[-1][0].get("role") == "assistant"
-                and merged[-1][0].get("id") == message.get("id")):
-            previous = merged[-1][0]
+        previous = merged[last][0] if last >= 0 else None
+        if (previous is not None and message is not None and message.get("role") == "assistant"
+                and message.get("id") and previous.get("role") == "assistant"
+                and previous.get("id") == message.get("id")):
             content = _blocks(previous.get("content")) + _blocks(message.get("content"))
-            merged[-1] = ({**previous, "content": content, "usage": message.get("usage") or previous.get("usage")},
-                          merged[-1][1], merged[-1][2])
-        else:
-            merged.append((message, line, data))
+            merged[last] = ({**previous, "content": content, "usage": message.get("usage") or previous.get("usage")},
+                            merged[last][1], merged[last][2])
+            continue
+        merged.append((message, line, data))
+        if message is not None:
+            last = len(merged) - 1
     return merged
 
 
@@ -186,6 +209,7 @@ def _conversation_events(src: Source, entries: list, system: Any = None, tools: 
 def _assistant(chat: ChatAssembler, builder: RunBuilder, message: dict, line: int | None) -> None:
     tokens = _usage(message)
     texts: list[str] = []
+    thinking: list[str] = []  # never part of a final answer
     made = []
     for block in _blocks(message.get("content")):
         kind = block.get("type")
@@ -193,13 +217,15 @@ def _assistant(chat: ChatAssembler, builder: RunBuilder, message: dict, line: in
             texts.append(str(block.get("text", "")))
         elif kind == "thinking":
             texts.append(str(block.get("thinking", "")))
+            thinking.append(texts[-1])
         elif kind == "redacted_thinking":
             texts.append("[redacted thinking]")
+            thinking.append(texts[-1])
         elif kind in _CALL_BLOCKS:
             call = Call(str(block.get("name") or "?"), block.get("input", {}), str(block.get("id") or ""))
             made.append(chat.call(call, "\n".join(t for t in texts if t.strip()),
                                   tokens if not made else None, line))
-            texts = []
+            texts, thinking = [], []
         else:
             builder.raw("anthropic assistant content", block, f"{kind} block", current=bool(made))
     if made:
@@ -207,4 +233,7 @@ def _assistant(chat: ChatAssembler, builder: RunBuilder, message: dict, line: in
         if rest:  # text after the last call: part of that turn's reasoning
             made[-1].thought = (made[-1].thought + "\n" + rest).strip("\n")
     else:
-        chat.assistant(texts, [], tokens, line)
+        said = list(texts)
+        for text in thinking:
+            said.remove(text)
+        chat.assistant(said, [], tokens, line, reasoning=thinking)

@@ -30,10 +30,29 @@ class ImportResult:
     runs: list[list[ev.Event]] = field(default_factory=list)
     raw_count: int = 0
     problems: list[Problem] = field(default_factory=list)
+    # Zero steps from a file that is not empty is an error unless the file holds a run
+    # that has none: ``empty_run`` says whether it does (None: judged from the runs, see
+    # ``holds_a_run``); ``unread`` says what the format looked for and did not find.
+    empty_run: bool | None = None
+    unread: str = ""
 
     @property
     def step_count(self) -> int:
         return sum(sum(1 for e in run if isinstance(e, ev.StepStart)) for run in self.runs)
+
+    def holds_a_run(self) -> bool:
+        """Whether a result without steps is still what the file holds (an empty
+        conversation, a question with no step after it) rather than a misreading: the
+        converter's word, else a run with a task or an outcome of the source's own."""
+        if self.empty_run is not None:
+            return self.empty_run
+        for run in self.runs:
+            start, end = run[0], run[-1]
+            if isinstance(start, ev.RunStart) and start.task.strip():
+                return True
+            if isinstance(end, ev.RunEnd) and end.outcome not in ("empty", "unfinished"):
+                return True
+        return False
 
 
 @dataclass

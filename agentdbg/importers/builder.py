@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentdbg.engine import events as ev
+from agentdbg.engine.guards import GuardSet, unreadable_signature
 from agentdbg.engine.parsers import Action
 
 
@@ -58,7 +59,7 @@ class StepDraft:
         if self.tool is not None:
             return Action("", self.tool, self.args).signature()
         if self.parse_error is not None:
-            return "\x01unreadable\x00" + (self.output or self.call).strip()
+            return unreadable_signature(self.output or self.call)[0]
         return None
 
     def reply(self, text: str, error: bool = False, call_id: str = "") -> None:
@@ -91,12 +92,16 @@ class RunBuilder:
         self.steps.append(draft)
         return draft
 
-    def raw(self, source: str, data: Any, note: str = "", *, current: bool = False) -> None:
+    def raw(self, source: str, data: Any, note: str = "", *, current: bool = False,
+            step: StepDraft | None = None) -> None:
         """Keep a record that could not be mapped. It is shown with the next step (the
-        current one with ``current=True``, the last one when no step follows)."""
+        current one with ``current=True``, ``step`` when given, the last one when no step
+        follows)."""
         self.raw_count += 1
         draft = RawDraft(source, ev.jsonable(data), note)
-        if current and self.steps:
+        if step is not None:
+            step.raw.append(draft)
+        elif current and self.steps:
             self.steps[-1].raw.append(draft)
         else:
             self._pending.append(draft)
@@ -112,11 +117,12 @@ class RunBuilder:
 
     def build(self, *, outcome: str | None = None, answer: str | None = None,
               guard: str | None = None, message: str = "",
-              total_tokens: int | None = None) -> list[ev.Event]:
+              total_tokens: int | None = None, verdict: dict | None = None) -> list[ev.Event]:
         """The run's events. ``outcome`` defaults to answered / unfinished / empty;
         ``guard`` records a guard that stopped the run in its last step; ``total_tokens``
         is a run-wide usage figure for a source that recorded no per-step usage (it goes
-        on the last step's running total: nothing is invented per step)."""
+        on the last step's running total: nothing is invented per step); ``verdict`` is
+        a grader's judgement the source recorded (see ``events.RunEnd``)."""
         outcome = outcome or self.default_outcome()
         if answer is None and outcome == "answered" and self.steps:
             answer = self.steps[-1].answer
@@ -129,34 +135,26 @@ class RunBuilder:
             events.extend(ev.RawRecord(step=0, source=r.source, data=r.data, note=r.note)
                           for r in self._pending)
             events.append(ev.RunEnd(step=0, outcome=outcome, answer=answer, steps=0,
-                                    guard=guard, message=message))
+                                    guard=guard, message=message, verdict=verdict))
             return events
         if self._pending:
             self.steps[-1].raw.extend(self._pending)
             self._pending = []
-        seen: dict[str, int] = {}
-        streak = 0
-        total = 0
+        guards = GuardSet.counting(self.max_steps)  # the engine's counters, no limit enforced
         has_usage = any(s.tokens is not None for s in self.steps)
         last = len(self.steps)
         for n, draft in enumerate(self.steps, 1):
             events.extend(_step_events(n, draft))
-            signature = draft.signature()
-            repeats = 0
-            if signature is not None:
-                repeats = seen[signature] = seen.get(signature, 0) + 1
-            if draft.observation is not None or draft.is_error:
-                streak = streak + 1 if draft.is_error else 0
-            total += draft.tokens or 0
+            guards.decide(draft.tokens or 0, draft.signature())
+            if draft.observation is not None or draft.is_error:  # a call never answered moves no streak
+                guards.observed(draft.is_error)
             if n == last and not has_usage and total_tokens is not None:
-                total = total_tokens
-            events.append(ev.GuardCounters(
-                step=n, steps=[n, self.max_steps], repeats=[repeats, None], errors=[streak, None],
-                tokens=[total, None], step_tokens=draft.tokens or 0))
+                guards.tokens.used = total_tokens
+            events.append(guards.counters(n, draft.tokens or 0))
         if guard is not None:
             events.append(ev.GuardTripped(step=last, guard=guard, message=message))
         events.append(ev.RunEnd(step=last, outcome=outcome, answer=answer, steps=last,
-                                guard=guard, message=message))
+                                guard=guard, message=message, verdict=verdict))
         return events
 
 

@@ -26,6 +26,7 @@ class Call:
     name: str
     arguments: Any = None
     id: str = ""
+    freeform: bool = False  # the arguments are text the tool takes as it is (a patch), not JSON
 
 
 def written(call: Call) -> str:
@@ -45,8 +46,10 @@ class ChatAssembler:
         self.kind = kind  # names the source in raw records ("openai", "anthropic", ...)
         self._open: dict[str, list[StepDraft]] = {}
         self._ids: set[str] = set()
+        self._by_id: dict[str, StepDraft] = {}  # the latest step of each call id
         self._reported: set[str] = set()  # duplicated ids already reported
         self._text_turn: StepDraft | None = None
+        self._text_turn_parts = ("", "")  # that turn's (reasoning, text): the text can be the answer
         self._tokens: int | None = None  # usage waiting for the step it paid for
 
     def _take_tokens(self, tokens: int | None) -> int | None:
@@ -56,9 +59,12 @@ class ChatAssembler:
         return tokens
 
     def assistant(self, texts: list[str], calls: list[Call], tokens: int | None = None,
-                  line: int | None = None) -> list[StepDraft]:
-        """One assistant turn; returns the steps it made."""
-        thought = "\n".join(t for t in texts if t and t.strip())
+                  line: int | None = None, reasoning: list[str] | None = None) -> list[StepDraft]:
+        """One assistant turn; returns the steps it made. ``reasoning`` (thinking) goes
+        before ``texts`` in the thought, and is never part of a final answer."""
+        said = "\n".join(t for t in texts if t and t.strip())
+        thinking = "\n".join(t for t in reasoning or () if t and t.strip())
+        thought = "\n".join(t for t in (thinking, said) if t)
         tokens = self._take_tokens(tokens)
         if not calls:
             if not thought:
@@ -66,7 +72,8 @@ class ChatAssembler:
                     self._tokens = tokens  # usage of a turn that left no content
                 return []
             step = self.builder.step(thought=thought, tokens=tokens)
-            self._text_turn = step
+            self._text_turn = step if said else None
+            self._text_turn_parts = (thinking, said)
             return [step]
         steps = [self.call(call, thought if i == 0 else "", tokens if i == 0 else None, line)
                  for i, call in enumerate(calls)]
@@ -76,7 +83,10 @@ class ChatAssembler:
              line: int | None = None) -> StepDraft:
         tokens = self._take_tokens(tokens)
         text = written(call)
-        args, why = parse_arguments(call.arguments)
+        if call.freeform and isinstance(call.arguments, str):
+            args, why = call.arguments, None
+        else:
+            args, why = parse_arguments(call.arguments)
         if why is None:
             step = self.builder.step(thought=thought, tool=call.name, args=args, call=text,
                                      call_id=call.id, tokens=tokens)
@@ -84,6 +94,7 @@ class ChatAssembler:
             step = self.builder.step(thought=thought, parse_error=f"tool call {call.name!r}: {why}",
                                      output=text, call_id=call.id, tokens=tokens)
         if call.id:
+            self._by_id[call.id] = step
             if call.id in self._ids and call.id not in self._reported:
                 self._reported.add(call.id)
                 self.src.problem(f"tool call id {call.id!r} is used by more than one call; "
@@ -97,12 +108,22 @@ class ChatAssembler:
 
     def close(self, step: StepDraft) -> None:
         """The step's reply came with it (a span that recorded call and result together)."""
-        for steps in self._open.values():
-            if step in steps:
-                steps.remove(step)
+        keys = [step.call_id] if step.call_id in self._open else list(self._open)
+        for key in keys:
+            if step in self._open[key]:
+                self._take(key, self._open[key].index(step))
+                return
 
     def waiting(self, call_id: str) -> bool:
         return bool(self._open.get(call_id))
+
+    def waiting_named(self, name: str) -> bool:
+        """A call to tool ``name`` still waits for a reply (for replies that carry no id)."""
+        return any(step.tool == name for steps in self._open.values() for step in steps)
+
+    def step_for(self, call_id: str) -> StepDraft | None:
+        """The latest step that made the call with this id."""
+        return self._by_id.get(call_id) if call_id else None
 
     def reply(self, call_id: str, text: str, error: bool = False, name: str = "",
               data: Any = None, line: int | None = None) -> StepDraft | None:
@@ -123,22 +144,29 @@ class ChatAssembler:
         return None
 
     def _match(self, call_id: str, name: str) -> StepDraft | None:
-        waiting = self._open.get(call_id)
-        if waiting:
-            return waiting.pop(0)
+        if self._open.get(call_id):
+            return self._take(call_id, 0)
         if not call_id and name:  # the legacy function role: matched by name
-            for steps in self._open.values():
+            for key, steps in self._open.items():
                 for i, step in enumerate(steps):
                     if step.tool == name:
-                        return steps.pop(i)
+                        return self._take(key, i)
         return None
+
+    def _take(self, key: str, index: int) -> StepDraft:
+        """A call that waits no more; only calls still waiting are kept, so looking one
+        up stays quick in a long run."""
+        steps = self._open[key]
+        step = steps.pop(index)
+        if not steps:
+            del self._open[key]
+        return step
 
     def finish(self) -> None:
         """The run's last turn, when it was text without a call, is its final answer."""
         steps = self.builder.steps
         if steps and steps[-1] is self._text_turn and steps[-1].answer is None:
-            steps[-1].answer = steps[-1].thought
-            steps[-1].thought = ""
+            steps[-1].thought, steps[-1].answer = self._text_turn_parts
         if self._tokens is not None and steps and steps[-1].tokens is None:
             steps[-1].tokens = self._tokens  # usage recorded after the last step
         elif self._tokens is not None and steps:

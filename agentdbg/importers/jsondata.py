@@ -83,7 +83,7 @@ def _skip(text: str, pos: int) -> int:
     return pos
 
 
-def _reason(exc: ValueError) -> str:
+def _reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
     return str(exc)
@@ -105,3 +105,34 @@ def parse_arguments(raw: Any) -> tuple[dict | str | None, str | None]:
     if not isinstance(value, dict):
         return None, f"arguments should be a JSON object, got {type(value).__name__}"
     return value, None
+
+
+def load_concatenated(src: Source) -> list[Record]:
+    """JSON values one after another (pretty-printed objects, as OpenTelemetry's
+    ConsoleSpanExporter prints them, or JSON Lines). A value that does not parse is
+    reported with its line and skipped up to the next line that opens an object."""
+    text = src.text
+    records: list[Record] = []
+    line, counted = 1, 0  # line numbers counted as we go: one pass over the text
+
+    def line_at(pos: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, pos)
+        counted = pos
+        return line
+
+    pos = _skip(text, 0)
+    while pos < len(text):
+        try:
+            value, end = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError) as exc:  # nested past what can be read: damage too
+            resume = text.find("\n{", pos + 1)
+            src.problem(f"not valid JSON ({_reason(exc)}); skipped "
+                        + ("to the next object" if resume >= 0 else "the rest of the file"), line_at(pos))
+            if resume < 0:
+                break
+            pos = resume + 1
+            continue
+        records.append(Record(value, line_at(pos)))
+        pos = _skip(text, end)
+    return records

@@ -8,6 +8,7 @@ whole file is one conversation). Each conversation is a run.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from agentdbg.importers.base import (
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
+from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
 
 NAME = "openai-chat"
@@ -37,25 +39,72 @@ _BLOCK_TYPE_PATHS = (("*", "content", "*", "type"), ("messages", "*", "content",
                      ("*", "messages", "*", "content", "*", "type"))
 
 
+_EMPTY_MESSAGES = re.compile(r'"messages"\s*:\s*\[\s*\]')
+_READ_KEYS = {"messages", "tools", "functions"}
+
+
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if not shape.root:
         return False, "not JSON"
     if shape.has("trajectory") or shape.has("history"):
         return False, "has a trajectory/history: a SWE-agent file"
+    if responses_marker(shape):
+        return False, f"{responses_marker(shape)}: OpenAI Responses, not Chat Completions"
+    if shape.has("trajectory_format") or shape.has("info", "mini_version") or shape.has("info", "exit_status"):
+        return False, "messages beside a run's info: a mini-swe-agent trajectory"
     if shape.has("system") and shape.has("messages"):
         return False, "a top-level system prompt beside the messages: Anthropic Messages"
-    if not any(shape.has(*p) for p in _ROLE_PATHS) and not shape.has("messages"):
-        return False, "no list of messages with a 'role'"
+    if shape.has("sessionId") and shape.has("projectHash"):
+        return False, "has sessionId and projectHash: a Gemini CLI chat"
+    if shape.has("steps") or shape.has("*", "steps"):
+        return False, "has a top-level 'steps': a result of an agent SDK, not a message list"
+    if not any(shape.has(*p) for p in _ROLE_PATHS):
+        if not shape.has("messages"):
+            return False, "no list of messages with a 'role'"
+        if not _EMPTY_MESSAGES.search(head):
+            return False, "messages without a 'role'" + _typed(shape.strings("messages", "*", "type"))
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
         return False, f"has {', '.join(sorted(blocks))} content blocks: Anthropic Messages"
     return True, "messages with roles"
 
 
+def _typed(kinds: set) -> str:
+    return f" (their 'type' is {', '.join(sorted(kinds)[:5])})" if kinds else ""
+
+
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
     src = as_source(source, path)
-    return convert_conversations(src, _conversations(src), conversation_events)
+    conversations = _conversations(src)
+    unread = [key for c in conversations for key in c.pop("unread", ())]
+    result = convert_conversations(src, conversations, conversation_events)
+    result.empty_run, result.unread = what_was_found(
+        [m for c in conversations for m in c["messages"]], bool(conversations), unread)
+    return result
+
+
+def what_was_found(messages: list, found: bool, unread: list[str]) -> tuple[bool, str]:
+    """(whether a result with no step is an empty conversation, else what was missing):
+    every message must have a role, and nothing beside them is a list of records."""
+    if not found:
+        return False, "no conversation in it"
+    roleless = sum(1 for m in messages if not (isinstance(m, dict) and isinstance(m.get("role"), str)
+                                               and m["role"].strip()))
+    if messages and roleless == len(messages):
+        return False, "no message had a role"
+    if roleless:
+        return False, f"{roleless} of {len(messages)} messages had no role"
+    if unread:
+        held = ", ".join(repr(k) for k in dict.fromkeys(unread))
+        return False, f"{held} beside 'messages' {'holds' if len(set(unread)) == 1 else 'hold'} records it does not read"
+    return True, ""
+
+
+def unread_lists(value: dict, read: set) -> list[str]:
+    """Keys of ``value`` beside those read that hold lists of objects (records, not settings)."""
+    return [str(k) for k, v in value.items()
+            if k not in read and isinstance(v, list) and any(isinstance(i, dict) for i in v)]
 
 
 def _conversations(src: Source) -> list[dict]:
@@ -76,7 +125,7 @@ def _from_value(src: Source, value: Any, line: int | None) -> list[dict]:
     if isinstance(value, dict):
         if isinstance(value.get("messages"), list):
             return [{"messages": value["messages"], "tools": value.get("tools") or value.get("functions"),
-                     "model": value.get("model"), "line": line}]
+                     "model": value.get("model"), "line": line, "unread": unread_lists(value, _READ_KEYS)}]
         if "role" in value:
             return [{"messages": [value], "line": line}]
         src.problem("a JSON object without 'messages': nothing to import", line)

@@ -48,8 +48,15 @@ TOOLS = [
 
 _SEPARATOR = re.compile(r"^-{5,}[ \t]*$")
 _HEADER = re.compile(r"^[ \t]*(?:(\d+)[ \t]+)?(Question|Claim)[ \t]*:[ \t]?(.*)$")
-_FIELD = re.compile(r"^[ \t]*(Thought|Action|Observation|Answer)[ \t]*(\d*)[ \t]*:[ \t]?(.*)$")
-_RESULT = re.compile(r"^[ \t]*\{.*'steps'.*\}[ \t]*$")
+# A run of spaces is read once: "[ \t]*(\d*)[ \t]*" would try every split of it (quadratic).
+_FIELD = re.compile(r"^[ \t]*(Thought|Action|Observation|Answer)[ \t]*(?:(\d+)[ \t]*)?:[ \t]?(.*)$")
+def _is_result(line: str) -> bool:
+    """A ``{... 'steps' ...}`` line: the paper's per-episode result record. (A regex with
+    two ``.*`` around 'steps' takes quadratic time on a long line of 'steps'.)"""
+    inner = line.strip(" \t")
+    return inner.startswith("{") and inner.endswith("}") and "'steps'" in inner[1:-1]
+
+
 _CALL = re.compile(r"^(\w+)\[(.*)\]$", re.S)
 _JSON_EPISODE = re.compile(r"(?:Question|Claim)[ \t]*:")
 _JSON_STEP = re.compile(r"\\n[ \t]*(?:(?:Thought|Action)[ \t]*\d+|Answer)[ \t]*:")
@@ -71,6 +78,7 @@ class _Field:
     number: str
     text: str
     line: int
+    more: list[str] = field(default_factory=list)  # continuation lines, joined once at the end
 
 
 @dataclass
@@ -83,6 +91,18 @@ class _Episode:
     result_line: int = 0
     after: list[tuple[int, str]] = field(default_factory=list)  # lines after the result
     preamble: list[tuple[int, str]] = field(default_factory=list)
+    more_task: list[str] = field(default_factory=list)  # the task's continuation lines
+
+    def join_lines(self) -> None:
+        """Add the continuation lines to their texts: once, as adding each line to a
+        growing text would copy it again every line (quadratic on a long observation)."""
+        if self.more_task:
+            self.task = "\n".join([self.task, *self.more_task])
+            self.more_task = []
+        for item in self.fields:
+            if item.more:
+                item.text = "\n".join([item.text, *item.more])
+                item.more = []
 
     @property
     def empty(self) -> bool:
@@ -116,6 +136,7 @@ def _episodes(text: str, src: Source) -> list[_Episode]:
 
     def close() -> None:
         nonlocal current
+        current.join_lines()
         if not current.empty:
             episodes.append(current)
         elif current.after:
@@ -143,9 +164,9 @@ def _episodes(text: str, src: Source) -> list[_Episode]:
         if found:
             if current.empty and not current.line:
                 current.line = number
-            current.fields.append(_Field(found.group(1), found.group(2), found.group(3), number))
+            current.fields.append(_Field(found.group(1), found.group(2) or "", found.group(3), number))
             continue
-        if _RESULT.match(line):
+        if _is_result(line):
             try:
                 value = ast.literal_eval(line.strip())  # literals only: never runs code
             except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -154,12 +175,12 @@ def _episodes(text: str, src: Source) -> list[_Episode]:
                 current.result, current.result_line = value, number
                 continue
         if current.fields:
-            current.fields[-1].text += "\n" + line
+            current.fields[-1].more.append(line)
         elif line.strip():
             if current.empty:
                 preamble.append((number, line))
             else:
-                current.task += "\n" + line
+                current.more_task.append(line)
     close()
     if preamble:
         if episodes:

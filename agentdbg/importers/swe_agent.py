@@ -24,6 +24,7 @@ from agentdbg.importers.base import (
     NotImportable,
     Source,
     as_source,
+    preview,
     text_of,
     token_count,
     tool_spec,
@@ -85,7 +86,8 @@ def _dig(value: Any, *keys: str) -> Any:
 
 
 _DOC_TOOL = re.compile(r"^(\S+):\n((?:[ \t]+.*\n?|\n)*)", re.M)
-_DOC_ARG = re.compile(r"^\s*-\s*(\S+)\s*\((\w+)\)", re.M)
+# Spaces, not \s: "^\s*" would run over every blank line below each line start (quadratic).
+_DOC_ARG = re.compile(r"^[ \t]*-[ \t]*(\S+)[ \t]*\((\w+)\)", re.M)
 _DOC_TYPES = {"string": "str", "integer": "int", "number": "number", "boolean": "bool",
               "array": "array", "object": "object"}
 
@@ -107,14 +109,29 @@ def tools_from_docs(docs: Any) -> list[dict]:
 def _task(data: dict, config: dict) -> str:
     history = data.get("history")
     for message in history if isinstance(history, list) else []:
-        if isinstance(message, dict) and message.get("role") == "user":
+        if isinstance(message, dict) and message.get("role") == "user" and not _is_demo(message):
             text = openai_chat.content_text(message.get("content"))
-            issue = re.search(r"ISSUE:\n(.*?)\n+INSTRUCTIONS:", text, re.S)
-            return issue.group(1) if issue else text
+            return _issue(text)
     statement = config.get("problem_statement")
     if isinstance(statement, dict):
         return text_of(statement.get("text") or statement.get("id") or statement.get("github_url"))
     return ""
+
+
+def _is_demo(message: Any) -> bool:
+    """A message of the demonstration SWE-agent shows the model before the real issue."""
+    return isinstance(message, dict) and message.get("is_demo") is True
+
+
+def _issue(text: str) -> str:
+    """The issue between "ISSUE:" and "INSTRUCTIONS:" in SWE-agent's first prompt, or the
+    whole text. Found with str.find: a lazy regex over it is quadratic on long input."""
+    start = text.find("ISSUE:\n")
+    if start == -1:
+        return text
+    start += len("ISSUE:\n")
+    end = text.find("\nINSTRUCTIONS:", start)
+    return text if end == -1 else text[start:end].rstrip("\n")
 
 
 def _model_stats(info: dict) -> tuple[int | None, str]:
@@ -204,12 +221,30 @@ def _command(action: str) -> tuple[str, str]:
 
 def _history_events(src: Source, data: dict, config: dict) -> tuple[list, int]:
     model = _dig(config, "agent", "model", "name")
+    demos = [m for m in data["history"] if _is_demo(m)]
     events, raw = openai_chat.conversation_events(
-        src, data["history"], model=model, name=text_of(_dig(config, "problem_statement", "id") or ""),
+        src, [m for m in data["history"] if not _is_demo(m)], model=model,
+        name=text_of(_dig(config, "problem_statement", "id") or ""),
         policy=f"recorded: SWE-agent ({model})" if model else "recorded: SWE-agent", kind="swe-agent",
         task=_task(data, config))
     info = data.get("info") if isinstance(data.get("info"), dict) else {}
-    return _submitted(events, info), raw
+    return _with_demos(_submitted(events, info), demos), raw + len(demos)
+
+
+def _with_demos(events: list, demos: list) -> list:
+    """The demonstration's messages kept raw where the builder keeps records that come
+    before the first step: with step 1 (after its run_start when the run has no step)."""
+    if not demos:
+        return events
+    first = next((i for i, e in enumerate(events) if isinstance(e, ev.StepStart)), None)
+    step = 0 if first is None else 1
+    kept = [ev.RawRecord(step=step, source="swe-agent demonstration", data=ev.jsonable(m),
+                         note=f"demonstration {m.get('role')} message: "
+                              f"{preview(openai_chat.content_text(m.get('content')))}") for m in demos]
+    if first is None:
+        return events[:1] + kept + events[1:]
+    at = next(i for i, e in enumerate(events) if isinstance(e, ev.GuardCounters) and e.step == 1)
+    return events[:at] + kept + events[at:]
 
 
 def _submitted(events: list, info: dict) -> list:

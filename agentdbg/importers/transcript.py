@@ -49,6 +49,15 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
 @dataclass
 class _Step:
     parts: list[tuple[str, str, int]] = field(default_factory=list)  # (label, text, line)
+    more: dict[int, list[str]] = field(default_factory=dict)  # part index -> continuation lines
+
+    def join_lines(self) -> None:
+        """Add the continuation lines to their parts: once, as adding each line to a
+        growing text would copy it again every line (quadratic on a long observation)."""
+        for index, lines in self.more.items():
+            label, text, where = self.parts[index]
+            self.parts[index] = (label, "\n".join([text, *lines]), where)
+        self.more = {}
 
     def labels(self) -> set[str]:
         return {label for label, _, _ in self.parts}
@@ -60,6 +69,7 @@ class _Run:
     line: int = 0
     steps: list[_Step] = field(default_factory=list)
     loose: list[tuple[int, str]] = field(default_factory=list)  # lines outside any step, and where
+    more_task: list[str] = field(default_factory=list)  # the task's continuation lines
 
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
@@ -96,10 +106,9 @@ def _read(text: str) -> list[_Run]:
             continue
         if label is None:
             if step is not None:
-                label, text_, where = step.parts[-1]
-                step.parts[-1] = (label, text_ + "\n" + line, where)
+                step.more.setdefault(len(step.parts) - 1, []).append(line)
             elif current is not None and not current.steps and line.strip():
-                current.task += "\n" + line
+                current.more_task.append(line)
             elif line.strip():
                 (current.loose if current is not None else before).append((number, line))
             continue
@@ -116,6 +125,11 @@ def _read(text: str) -> list[_Run]:
             runs[-1].loose.extend(before)
         else:
             runs.append(_Run(loose=before))
+    for run in runs:
+        if run.more_task:
+            run.task = "\n".join([run.task, *run.more_task])
+        for step in run.steps:
+            step.join_lines()
     return runs
 
 

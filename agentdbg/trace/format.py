@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from agentdbg import __version__
@@ -17,12 +18,22 @@ CHECKPOINT_PREFIX = b'{"type":"checkpoint",'
 CHECKPOINT_EVERY = 64  # steps between checkpoints: any step's state folds at most 63 steps
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def header_line(**extra: Any) -> str:
     header = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION,
               "created_by": f"agentdbg {__version__}", **extra}
-    return json.dumps(header, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _json_line(header)
 
 
 def event_line(event: Event) -> str:
+    return _json_line(event.to_dict())
+
+
+def _json_line(data: dict) -> str:
     # Compact separators: readers find step boundaries by the exact bytes a line starts with.
-    return json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+    line = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    if not line.isascii() and _SURROGATE.search(line):  # a lone surrogate cannot be UTF-8: escape it
+        line = json.dumps(data, separators=(",", ":")) + "\n"
+    return line

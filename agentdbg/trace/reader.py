@@ -33,14 +33,15 @@ import threading
 import time
 from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentdbg.engine import events as ev
 from agentdbg.runs import Document, Problem
-from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
+from agentdbg.trace.tally import fold_steps
 
 SNIFF_BYTES = 64 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024  # longer lines are reported and shown as a preview, not decoded
@@ -49,7 +50,10 @@ CHUNK_BYTES = 1024 * 1024  # then this much per step of the background index
 READ_BLOCK = 1024 * 1024
 PREVIEW_CHARS = 300
 RECORD_CACHE = 4096  # decoded steps kept per run
+FAST_FOLD_AFTER = fmt.CHECKPOINT_EVERY  # stats folds more steps than this from their bytes
+MAX_STEP_EVENTS = 10_000  # lines of one step decoded; the rest are counted and reported
 STATE_CACHE = 4096  # derived states kept per run
+RUN_CACHE = 1024  # run objects kept (the others are made again when asked for)
 MAX_PROBLEMS = 1000  # then one line says how many more were found
 NOTIFY_INTERVAL = 0.05  # seconds between progress notifications (a screen need not redraw more)
 
@@ -283,11 +287,20 @@ class _Source:
                                 f"{fmt.FORMAT_VERSION}): what can be read is shown, unknown events as raw records")
 
     def decode_span(self, start: int, end: int, step: int) -> list[ev.Event]:
-        events: list[ev.Event] = []
+        """The events of [start, end): at most ``MAX_STEP_EVENTS`` lines are read; the rest
+        are counted, reported, and stand as one raw record saying so."""
+        return list(self.iter_span(start, end, step, MAX_STEP_EVENTS))
+
+    def iter_span(self, start: int, end: int, step: int, limit: int | None = None) -> Iterator[ev.Event]:
         declared = None
+        read = 0
         for line in self.lines(start, end):
             if line.data is not None and line.data.startswith(fmt.CHECKPOINT_PREFIX):
                 continue  # read only when a state is asked for
+            if limit is not None and read >= limit:
+                yield self._unread(line.offset, end, step, limit)
+                return
+            read += 1
             event = self.decode(line, step)
             if event is None:
                 continue
@@ -297,43 +310,85 @@ class _Source:
                   and not isinstance(event, (ev.RunEnd, ev.RawRecord, ev.StepStart, ev.Checkpoint))):
                 self.report(line.offset, f"a {event.type} event of step {event.step} inside step {declared} "
                                          f"(the line opening step {event.step} is missing or damaged)")
-            events.append(event)
-        return events
+            yield event
 
-
-class _RunIndex:
-    """Byte offsets of one run: its run_start line, its steps, its checkpoints."""
-
-    def __init__(self, start: int | None):
-        self.start = start  # offset of the run_start line (None: steps with no run_start)
-        self.steps = array("q")
-        self.checkpoint_steps = array("q")  # steps before each checkpoint (its state's step)
-        self.checkpoint_offsets = array("q")
-        self.end: int | None = None  # where the run's last step ends, once known
-
-    @property
-    def published(self) -> int:
-        """Steps whose lines are all known (the last one needs the next step or the end)."""
-        return len(self.steps) if self.end is not None else max(0, len(self.steps) - 1)
+    def _unread(self, offset: int, end: int, step: int, limit: int) -> ev.RawRecord:
+        """The lines of a step past the limit: counted (not decoded), reported, kept as a note."""
+        end = min(end, self.data_end)
+        position, more, last = offset, 0, b"\n"
+        while position < end:
+            block = self.pread(min(READ_BLOCK * 4, end - position), position)
+            if not block:
+                break
+            more += block.count(b"\n")
+            last = block[-1:]
+            position += len(block)
+        if last != b"\n":
+            more += 1
+        total = limit + more
+        where = f"step {step}" if step else "the run's header (before its first step)"
+        self.report(offset, f"{where} has {total:,} events; the first {limit:,} are shown, "
+                            f"the other {more:,} are not read")
+        return ev.RawRecord(step=step, source="events not read", data={"events": total, "read": limit},
+                            note=f"{more:,} more events of this step are not read (at most {limit:,} a step)")
 
 
 class TraceIndex:
-    """Finds runs, steps and checkpoints by the bytes their lines start with."""
+    """Finds runs, steps and checkpoints by the bytes their lines start with.
 
-    def __init__(self, source: _Source, start: int, on_run: Callable[[_RunIndex], None]):
+    Everything it knows is a few flat arrays of 8-byte offsets, whatever the number of
+    runs: ``steps`` holds every step of the file in order, ``run_starts[r]`` where run r's
+    ``run_start`` line is (-1: steps with no ``run_start``) and ``run_first[r]`` the index
+    in ``steps`` of its first step; checkpoints are their offsets and the number of steps
+    of the file before each. A run's object (``TraceRun``) is made only when asked for."""
+
+    def __init__(self, source: _Source, start: int):
         self.source = source
         self.start = start  # first byte after the header line
         self.position = start  # next byte to scan
-        self.runs: list[_RunIndex] = []
+        self.steps = array("q")
+        self.run_starts = array("q")
+        self.run_first = array("q")
+        self.checkpoint_offsets = array("q")
+        self.checkpoint_positions = array("q")  # steps of the file before each checkpoint
+        self.end: int | None = None  # where the last run ends, once the index is done
         self.complete = False
         self.lock = threading.Condition()
-        self._on_run = on_run
         self._listeners: list[Callable[[], None]] = []
         self._stop = False
         self._thread: threading.Thread | None = None
         self._last_notice = 0.0
         self.cpu_seconds = 0.0  # CPU time the background thread spent indexing
         self._first_structure: int | None = None
+
+    @property
+    def run_count(self) -> int:
+        with self.lock:
+            return len(self.run_starts)
+
+    # -- one run's share of the arrays (call with the lock held) ------------------------
+    def _run_steps(self, run: int) -> tuple[int, int]:
+        """[first, stop) indexes into ``steps`` of run ``run``'s steps found so far."""
+        stop = self.run_first[run + 1] if run + 1 < len(self.run_first) else len(self.steps)
+        return self.run_first[run], stop
+
+    def _run_end(self, run: int) -> int | None:
+        """Where run ``run`` ends: the next run's start, or the file's end once known."""
+        return self.run_starts[run + 1] if run + 1 < len(self.run_starts) else self.end
+
+    def _published(self, run: int) -> int:
+        """Steps whose lines are all known (the last one needs the next step or the end)."""
+        first, stop = self._run_steps(run)
+        count = stop - first
+        return count if self._run_end(run) is not None else max(0, count - 1)
+
+    def _run_checkpoints(self, run: int) -> tuple[int, int]:
+        """[first, stop) indexes of the checkpoints between run ``run``'s start and its end."""
+        low = max(self.run_starts[run], 0)
+        high = self.run_starts[run + 1] if run + 1 < len(self.run_starts) else None
+        first = bisect.bisect_left(self.checkpoint_offsets, low)
+        stop = len(self.checkpoint_offsets) if high is None else bisect.bisect_left(self.checkpoint_offsets, high)
+        return first, stop
 
     @property
     def progress(self) -> float:
@@ -423,54 +478,34 @@ class TraceIndex:
         self._notify()
 
     def _merge(self, steps: list[int], others: list[tuple[int, int]]) -> None:
-        """Add one chunk's findings (sorted offsets) to the runs, under the lock."""
-        new_runs = []
+        """Add one chunk's findings (sorted offsets) to the arrays, under the lock: linear
+        in what the chunk holds, however many runs it opens."""
         with self.lock:
             if self._first_structure is None and (steps or others):
                 self._first_structure = min(steps[:1] + [o for o, _ in others[:1]])
-            at, low = 0, -1
+            base = len(self.steps)
+            if not self.run_starts and steps:
+                first_run = next((o for o, kind in others if kind == _RUN_START), None)
+                if first_run is None or steps[0] < first_run:  # steps with no run_start before them
+                    self.run_starts.append(-1)
+                    self.run_first.append(base)
+            at = 0
             for offset, kind in others:
-                if kind != _RUN_START:
-                    continue
-                cut = bisect.bisect_left(steps, offset, at)
-                self._add_steps(steps, at, cut, low, offset, others, new_runs)
-                at, low = cut, offset
-                if self.runs:
-                    self.runs[-1].end = self.runs[-1].end or offset
-                self.runs.append(_RunIndex(offset))
-                new_runs.append(self.runs[-1])
-            self._add_steps(steps, at, len(steps), low, None, others, new_runs)
+                at = bisect.bisect_left(steps, offset, at)
+                if kind == _RUN_START:
+                    self.run_starts.append(offset)
+                    self.run_first.append(base + at)
+                elif self.run_starts:  # a checkpoint outside any run has nothing to speed up
+                    self.checkpoint_offsets.append(offset)
+                    self.checkpoint_positions.append(base + at)
+            self.steps.extend(steps)
             self.lock.notify_all()
-        for run in new_runs:
-            self._on_run(run)
-
-    def _add_steps(self, steps: list[int], begin: int, end: int, low: int, high: int | None,
-                   others: list[tuple[int, int]], new_runs: list[_RunIndex]) -> None:
-        """steps[begin:end] and the checkpoints between offsets ``low`` and ``high`` (the
-        run boundaries around them) belong to the last run."""
-        checkpoints = [offset for offset, kind in others
-                       if kind == _CHECKPOINT and offset > low and (high is None or offset < high)] if others else []
-        if begin == end and not checkpoints:
-            return
-        if not self.runs:  # steps with no run_start before them: a run without a header
-            if begin == end:
-                return  # a checkpoint outside any run has nothing to speed up
-            self.runs.append(_RunIndex(None))
-            new_runs.append(self.runs[-1])
-        run = self.runs[-1]
-        before = len(run.steps)
-        for offset in checkpoints:
-            run.checkpoint_steps.append(before + bisect.bisect_left(steps, offset, begin, end) - begin)
-            run.checkpoint_offsets.append(offset)
-        if end > begin:
-            run.steps.extend(steps[begin:end] if begin or end < len(steps) else steps)
 
     def _finish(self, failed: bool = False) -> None:
         with self.lock:
-            if self.runs and self.runs[-1].end is None:
-                # After a failure the last step ends where the scan stopped (a cut line
-                # there is reported when the step is read).
-                self.runs[-1].end = self.source.data_end if not failed else min(self.position, self.source.data_end)
+            # After a failure the last step ends where the scan stopped (a cut line
+            # there is reported when the step is read).
+            self.end = self.source.data_end if not failed else min(self.position, self.source.data_end)
             self.position = self.source.data_end
             self.complete = True
             self.lock.notify_all()
@@ -487,8 +522,8 @@ class TraceIndex:
         """Lines between the header and the first run belong to no run: say so."""
         source = self.source
         first = self._first_structure if self._first_structure is not None else source.data_end
-        if self.runs and self.runs[0].start is None:
-            source.report(self.runs[0].steps[0], "steps before any run_start: the run's task and settings are unknown")
+        if self.run_starts and self.run_starts[0] < 0:
+            source.report(self.steps[0], "steps before any run_start: the run's task and settings are unknown")
         if first <= self.start:
             return
         if first - self.start > 16 * source.max_line_bytes:
@@ -500,15 +535,63 @@ class TraceIndex:
                 source.report(line.offset, f"a {event.type} event outside any run (no run_start before it): ignored")
 
 
+class TraceRuns(Sequence):
+    """The runs of a trace as a sequence whose items are made when first asked for: a
+    file of a million runs costs its offsets, not a million objects. The most recently
+    used runs are kept, so asking twice gives the same object."""
+
+    def __init__(self, source: _Source, index: TraceIndex):
+        self._source = source
+        self._index = index
+        self._made: OrderedDict[int, TraceRun] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._index.run_count
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self[i] for i in range(*item.indices(len(self)))]
+        count = len(self)
+        number = item + count if item < 0 else item
+        if not 0 <= number < count:
+            raise IndexError(f"no run {item}: the file has {count} runs")
+        with self._lock:
+            run = self._made.get(number)
+            if run is not None:
+                self._made.move_to_end(number)
+                return run
+            run = self._made[number] = TraceRun(self._source, self._index, number)
+            if len(self._made) > RUN_CACHE:
+                self._made.popitem(last=False)
+            return run
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == other if isinstance(other, (list, tuple, TraceRuns)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} runs>"
+
+    def close(self) -> None:
+        with self._lock:
+            made = list(self._made.values())
+            self._made.clear()
+        for run in made:
+            run.close()
+
+
 class TraceRun:
     """One run of a trace file, read by offset (a ``runs.RunView``)."""
 
-    def __init__(self, source: _Source, index: TraceIndex, run: _RunIndex, number: int):
+    def __init__(self, source: _Source, index: TraceIndex, run: int):
         self._source = source
         self._index = index
-        self._run = run
-        self.number = number
+        self._run = run  # its place in the index's arrays
+        self.number = run + 1
         self._info: RunInfo | None = None
+        self._header: list[ev.Event] | None = None
         self._records: OrderedDict[int, StepRecord] = OrderedDict()
         self._states: OrderedDict[int, RunState] = OrderedDict()
         self._bad_checkpoints: set[int] = set()
@@ -520,9 +603,13 @@ class TraceRun:
     @property
     def info(self) -> RunInfo:
         if self._info is None:
-            start = self._run.start
+            with self._index.lock:
+                start = self._index.run_starts[self._run]
             event = None
-            if start is not None:
+            header = self._header_events() if start >= 0 else []
+            if header and isinstance(header[0], ev.RunStart):
+                event = header[0]
+            elif start >= 0 and not header:
                 for line in self._source.lines(start, self._source.data_end, first_only=True):
                     decoded = self._source.decode(line, 0)
                     event = decoded if isinstance(decoded, ev.RunStart) else None
@@ -535,27 +622,47 @@ class TraceRun:
         info = self.info
         return info.name or info.task[:60] or f"run {self.number}"
 
+    @property
+    def line(self) -> int:
+        """The line the run begins on (its run_start, or its first step without one)."""
+        index = self._index
+        with index.lock:
+            start = index.run_starts[self._run]
+            if start < 0:
+                start = index.steps[index.run_first[self._run]]
+        return self._source.line_number(start)
+
     # -- size -------------------------------------------------------------------------
     @property
     def step_count(self) -> int:
         with self._index.lock:
-            return self._run.published
+            return self._index._published(self._run)
 
     @property
     def complete(self) -> bool:
         with self._index.lock:
-            return self._run.end is not None
+            return self._index._run_end(self._run) is not None
+
+    @property
+    def checkpoint_steps(self) -> list[int]:
+        """The step each of the run's checkpoints follows (0: before its first step)."""
+        index = self._index
+        with index.lock:
+            first, stop = index._run_checkpoints(self._run)
+            return [index.checkpoint_positions[k] - index.run_first[self._run] for k in range(first, stop)]
 
     def wait_for(self, step: int, timeout: float | None = None) -> bool:
         """Wait until step ``step`` is indexed (or the run is known to be shorter)."""
-        with self._index.lock:
-            return self._index.lock.wait_for(
-                lambda: self._run.published >= step or self._run.end is not None, timeout)
+        index, run = self._index, self._run
+        with index.lock:
+            return index.lock.wait_for(
+                lambda: index._published(run) >= step or index._run_end(run) is not None, timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until every step of the run is indexed."""
-        with self._index.lock:
-            return self._index.lock.wait_for(lambda: self._run.end is not None, timeout)
+        index, run = self._index, self._run
+        with index.lock:
+            return index.lock.wait_for(lambda: index._run_end(run) is not None, timeout)
 
     @property
     def end(self) -> ev.RunEnd | None:
@@ -576,25 +683,30 @@ class TraceRun:
                      if not isinstance(e, (ev.RunStart, ev.RunEnd, ev.Checkpoint, ev.StepStart)))
 
     def _header_events(self) -> list[ev.Event]:
-        run = self._run
-        if run.start is None:
+        """The run_start line and what follows it up to the first step (decoded once)."""
+        if self._header is not None:
+            return self._header
+        index = self._index
+        with index.lock:
+            start = index.run_starts[self._run]
+            first, stop_step = index._run_steps(self._run)
+            stop = index.steps[first] if stop_step > first else index._run_end(self._run)
+        if start < 0 or stop is None:
             return []
-        with self._index.lock:
-            stop = run.steps[0] if len(run.steps) else run.end
-        if stop is None:
-            return []
-        return self._source.decode_span(run.start, stop, 0)
+        self._header = self._source.decode_span(start, stop, 0)
+        return self._header
 
     # -- steps ------------------------------------------------------------------------
     def _span(self, step: int) -> tuple[int, int]:
-        with self._index.lock:
-            run = self._run
-            count = run.published
+        index = self._index
+        with index.lock:
+            count = index._published(self._run)
             if not isinstance(step, int) or not 1 <= step <= count:
-                more = "" if run.end is not None else " indexed so far"
+                more = "" if index._run_end(self._run) is not None else " indexed so far"
                 raise IndexError(f"no step {step}: the run has {count} steps{more}")
-            start = run.steps[step - 1]
-            end = run.steps[step] if step < len(run.steps) else run.end
+            first, stop = index._run_steps(self._run)
+            start = index.steps[first + step - 1]
+            end = index.steps[first + step] if first + step < stop else index._run_end(self._run)
         return start, end
 
     def record(self, step: int) -> StepRecord:
@@ -635,6 +747,8 @@ class TraceRun:
     # -- derived state ----------------------------------------------------------------
     def state_at(self, step: int) -> RunState:
         step = max(0, min(step, self.step_count))
+        if step == 0:
+            return RunState.initial(self.info)
         with self._cache_lock:
             cached = self._states.get(step)
             if cached is not None:
@@ -645,6 +759,24 @@ class TraceRun:
             state = state.advance(self.record(number))
             self._keep_state(number, state)
         return state
+
+    def tally(self) -> Tally:
+        """The counters after the last step (``agentdbg stats``): from the last checkpoint,
+        or, when that is far back, folded fast from the bytes of the steps after it
+        (``agentdbg.trace.tally``: the same figures as decoding every step)."""
+        count = self.step_count
+        if count == 0:
+            return Tally.from_state(RunState.initial(self.info))
+        base_step, base_state = self._base_state(count)
+        if count - base_step <= FAST_FOLD_AFTER:
+            return Tally.from_state(self.state_at(count))
+        index = self._index
+        with index.lock:
+            first, _ = index._run_steps(self._run)
+            offsets = index.steps[first + base_step:first + count]
+        _, end = self._span(count)
+        return fold_steps(Tally.from_state(base_state), base_step + 1, offsets, min(end, self._source.data_end),
+                          self._source.pread, self.record)
 
     def _keep_state(self, step: int, state: RunState, milestone: bool = False) -> None:
         with self._cache_lock:
@@ -667,12 +799,16 @@ class TraceRun:
             at = bisect.bisect_right(self._milestone_steps, step) - 1
             best_step = self._milestone_steps[at] if at >= 0 else 0
             best = self._milestones[best_step] if at >= 0 else None
-        with self._index.lock:
-            at = bisect.bisect_right(self._run.checkpoint_steps, step) - 1
-        while at >= 0:
-            with self._index.lock:
-                checkpoint_step = self._run.checkpoint_steps[at]
-                offset = self._run.checkpoint_offsets[at]
+        index = self._index
+        with index.lock:
+            first, stop = index._run_checkpoints(self._run)
+            base = index.run_first[self._run]
+            # the last checkpoint that follows a step at or before ``step``
+            at = bisect.bisect_right(index.checkpoint_positions, base + step, first, stop) - 1
+        while at >= first:
+            with index.lock:
+                checkpoint_step = index.checkpoint_positions[at] - base
+                offset = index.checkpoint_offsets[at]
             if checkpoint_step <= best_step:
                 break
             if checkpoint_step > 0 and offset not in self._bad_checkpoints:
@@ -709,10 +845,16 @@ class TraceRun:
     def iter_events(self) -> Iterator[ev.Event]:
         """Every event of the run in order, read as it goes (checkpoints left out)."""
         self.wait()
-        yield from self._header_events()
+        index = self._index
+        with index.lock:
+            start = index.run_starts[self._run]
+            first, stop = index._run_steps(self._run)
+            header_end = index.steps[first] if stop > first else index._run_end(self._run)
+        if start >= 0 and header_end is not None:
+            yield from self._source.iter_span(start, header_end, 0)
         for step in range(1, self.step_count + 1):
             start, end = self._span(step)
-            yield from self._source.decode_span(start, end, step)
+            yield from self._source.iter_span(start, end, step)
 
     def events(self) -> list[ev.Event]:
         return list(self.iter_events())
@@ -752,7 +894,10 @@ class TraceDocument(Document):
     def close(self) -> None:
         if self.index is not None:
             self.index.stop()
-        super().close()
+        if isinstance(self.runs, TraceRuns):
+            self.runs.close()  # only the runs made so far: asking for the others would make them
+        else:
+            super().close()
         if self.source is not None and not self.source.closed:
             self.source.closed = True
             os.close(self.source.fd)
@@ -812,9 +957,9 @@ def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, backgr
         source = _Source(name, fd, info.st_size, max_line_bytes, log)
         start = _read_header(source, head, kind)
         _find_data_end(source)
-        index = TraceIndex(source, start, lambda run: document.runs.append(
-            TraceRun(source, index, run, len(document.runs) + 1)))
+        index = TraceIndex(source, start)
         document.index, document.source, document.problem_log = index, source, log
+        document.runs = TraceRuns(source, index)
         index.scan_first()
     except BaseException:
         os.close(fd)

@@ -25,9 +25,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer
+from textual.worker import get_current_worker
 
-from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
-from agentdbg.debugger.session import DebugSession, Stop
+from agentdbg.debugger.breakpoints import BreakpointSet
+from agentdbg.debugger.session import DebugSession, Stop, literal_reason
+from agentdbg.debugger.sidecar import Sidecar, open_sidecar
 from agentdbg.runs import Document
 from agentdbg.tui import commands
 from agentdbg.tui.safe import one_line
@@ -46,6 +48,22 @@ POLL_SECONDS = 0.25  # how often a file still being indexed is looked at
 SIDEBAR_WIDTH = (28, 42, 90)  # min, default, max
 PROBLEM_NOTICE_SECONDS = 5.0
 PANES = ("timeline", "tools", "memory", "guards")
+
+
+class Cancel:
+    """A job's stop request: Esc asked for it, or the worker running the job was cancelled
+    (the app is quitting). Long jobs look at ``is_set()`` every few hundred steps."""
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.worker_cancelled: threading.Event | None = None  # the worker's, once it runs
+
+    def set(self) -> None:
+        self.requested.set()
+
+    def is_set(self) -> bool:
+        worker_cancelled = self.worker_cancelled
+        return self.requested.is_set() or (worker_cancelled is not None and worker_cancelled.is_set())
 
 
 class DebuggerApp(App[None]):
@@ -86,9 +104,16 @@ class DebuggerApp(App[None]):
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
         self.save_breakpoints = save_breakpoints
+        self._sidecar: Sidecar | None = None  # where the breakpoints are saved
+        self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
         self.busy: str | None = None  # the operation a worker is running
-        self._cancel = threading.Event()
+        self._cancel = Cancel()
+        # A document is closed only when no worker reads it: see close_when_idle.
+        self._job_lock = threading.Lock()
+        self._jobs_running = 0
+        self._close_after_job: list[Document] = []
+        self._quitting = False
         self._initial = (document, run_index, error, label)
         self._problems_seen = 0
         self._document_problems = 0
@@ -126,8 +151,25 @@ class DebuggerApp(App[None]):
     def on_unmount(self) -> None:
         if self._poll_timer is not None:
             self._poll_timer.stop()
+        self._cancel.set()  # a continue or search still running stops at its next look
+        with self._job_lock:
+            self._quitting = True  # and a job not started yet never starts
+        self.workers.cancel_group(self, "session")
         if self.document is not None:
-            self.document.close()  # stops a file's indexing thread
+            for run in self.document.runs:  # a step waiting on a model call gives up at once
+                if callable(getattr(run, "cancel", None)):
+                    run.cancel()
+            self.close_when_idle(self.document)  # stops a file's indexing thread
+
+    def close_when_idle(self, document: Document) -> None:
+        """Close ``document`` now, or as soon as the worker that may be reading it stops:
+        a file closed under a reader makes it fail, or read whatever file reuses its
+        descriptor."""
+        with self._job_lock:
+            if self._jobs_running:
+                self._close_after_job.append(document)
+                return
+        document.close()
 
     # --- the document and its runs ---------------------------------------------------------
     @property
@@ -151,7 +193,7 @@ class DebuggerApp(App[None]):
         self.breakpoints = self.load_breakpoints(document)
         self.run_index = max(0, min(run_index, len(document.runs) - 1))
         if old is not None and old is not document:
-            old.close()
+            self.close_when_idle(old)
         if not document.runs:
             self.problems.append(f"{document.path}: no run found in this file")
         self.show_run()
@@ -177,29 +219,41 @@ class DebuggerApp(App[None]):
             self.say(f"{where}{self.describe_step()}")
 
     def load_breakpoints(self, document: Document) -> BreakpointSet:
-        path = self.sidecar(document)
-        if path is None:
+        """The breakpoints saved beside ``document``'s file; a file kept unread is a problem."""
+        self._sidecar = None
+        self._save_noticed = ""
+        if not self.save_breakpoints or not Path(document.path).is_file():
             return BreakpointSet()
-        try:
-            return BreakpointSet.load(path)
-        except ValueError as exc:
-            self.problems.append(f"breakpoints not loaded: {exc}")
-            return BreakpointSet()
+        self._sidecar = open_sidecar(document.path)
+        self.problems.extend(self._sidecar.problems())
+        return self._sidecar.breakpoints
 
-    def sidecar(self, document: Document | None) -> Path | None:
-        if document is None or not self.save_breakpoints:
-            return None
-        path = Path(document.path)
-        return sidecar_path(path) if path.is_file() else None
-
-    def save_breakpoint_file(self) -> None:
-        path = self.sidecar(self.document)
-        if path is None:
-            return
+    def save_breakpoint_file(self) -> bool:
+        """Save the breakpoints beside the file; False (after saying why, once) when they
+        were not saved."""
+        sidecar = self._sidecar
+        if sidecar is None:
+            return True
         try:
-            self.breakpoints.save(path)
+            sidecar.save(self.breakpoints)
         except ValueError as exc:
-            self.notify(one_line(str(exc), 300), title="Breakpoints not saved", severity="warning", markup=False)
+            if self._notify_save_once(str(exc), "Breakpoints not saved", "warning"):
+                problems = self.problems  # e lists it after the notice is gone
+                problems.append(str(exc))
+                if self._problems_seen == len(problems) - 1:
+                    self._problems_seen += 1  # told already, by the notice
+            return False
+        if sidecar.kept:
+            self._notify_save_once(sidecar.notice(), "Breakpoints saved under another name", "information")
+        return True
+
+    def _notify_save_once(self, message: str, title: str, severity: str) -> bool:
+        """Notify, unless this was the last thing said (every b would say it again)."""
+        if message == self._save_noticed:
+            return False
+        self._save_noticed = message
+        self.notify(one_line(message, 400), title=title, severity=severity, timeout=10, markup=False)
+        return True
 
     @property
     def problems(self) -> list[str]:
@@ -363,12 +417,12 @@ class DebuggerApp(App[None]):
         if session is not None:
             self.start_worker("reverse-continue", partial(self._continue, session, False), cancellable=True)
 
-    def _continue(self, session: DebugSession, forward: bool) -> Stop | None:
+    def _continue(self, session: DebugSession, forward: bool, cancel: Cancel) -> Stop | None:
         operation = "continue" if forward else "reverse-continue"
         progress = partial(self._progress, operation)
         if forward:
-            return session.continue_forward(cancel=self._cancel, progress=progress)
-        return session.continue_back(cancel=self._cancel, progress=progress)
+            return session.continue_forward(cancel=cancel, progress=progress)
+        return session.continue_back(cancel=cancel, progress=progress)
 
     def _progress(self, operation: str, step: int) -> None:
         self.post_message(self.Progress(operation, step))
@@ -400,20 +454,35 @@ class DebuggerApp(App[None]):
         self.go_to_step(event.step)
 
     # --- workers ------------------------------------------------------------------------
-    def start_worker(self, operation: str, job: Callable[[], Any], cancellable: bool = False) -> None:
+    def start_worker(self, operation: str, job: Callable[..., Any], cancellable: bool = False) -> None:
+        """Run ``job`` in a thread worker; a cancellable job is called with its ``Cancel``
+        and must look at it often (Esc sets it, and so does quitting)."""
         self.busy = operation
-        self._cancel = threading.Event()
+        cancel = self._cancel = Cancel()
         hint = " (Esc cancels)" if cancellable else ""
         self.say(f"{operation}…{hint}", "bold cyan")
-        self._work(operation, job)
+        self._work(operation, partial(job, cancel) if cancellable else job, cancel)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="session")
-    def _work(self, operation: str, job: Callable[[], Any]) -> None:
+    def _work(self, operation: str, job: Callable[[], Any], cancel: Cancel) -> None:
+        cancel.worker_cancelled = get_current_worker().cancelled_event
+        with self._job_lock:
+            if self._quitting:
+                return
+            self._jobs_running += 1
         try:
             result = job()
         except Exception as exc:  # reported in the app, never a traceback
             self.post_message(self.Failed(operation, exc))
             return
+        finally:
+            with self._job_lock:
+                self._jobs_running -= 1
+                closing: list[Document] = []
+                if not self._jobs_running:
+                    closing, self._close_after_job = self._close_after_job, []
+            for document in closing:
+                document.close()
         self.post_message(self.Done(operation, result))
 
     @on(Done)
@@ -461,14 +530,20 @@ class DebuggerApp(App[None]):
 
     _after_reverse_continue = _after_continue
 
-    def _after_search(self, found: tuple[int | None, str, bool]) -> None:
-        step, text, forward = found
+    def _after_search(self, found: tuple[int | None, str, bool, bool]) -> None:
+        step, text, forward, cancelled = found
+        if cancelled:
+            self.say("search cancelled: the cursor stays here", "yellow")
+            return
+        # Text that is not a valid regex is looked for as it is: say so, and why.
+        reason = literal_reason(text)
+        literally = f" (looked for literally: {one_line(reason, 120)})" if reason else ""
         if step is None:
-            self.say(f"no match for {one_line(text, 80)!r}", "yellow")
+            self.say(f"no match for {one_line(text, 80)!r}{literally}", "yellow")
             return
         self.session.goto(step)
         self.show_cursor()
-        self.say(f"match for {one_line(text, 80)!r} at step {step:,} (. next, , previous)", "bold")
+        self.say(f"match for {one_line(text, 80)!r} at step {step:,}{literally} (. next, , previous)", "bold")
 
     def _after_open(self, opened: tuple[Document | None, str, str]) -> None:
         document, path, error = opened
@@ -504,8 +579,10 @@ class DebuggerApp(App[None]):
             self.say("no step to put a breakpoint on yet", "yellow")
             return
         on_now = self.breakpoints.toggle_step(session.cursor)
-        self.breakpoints_changed()
-        self.say(f"breakpoint {'set on' if on_now else 'removed from'} step {session.cursor}", "bold")
+        saved = self.breakpoints_changed()
+        unsaved = "" if saved else " (not saved to a file: e says why)"
+        self.say(f"breakpoint {'set on' if on_now else 'removed from'} step {session.cursor}{unsaved}",
+                 "bold" if saved else "bold yellow")
 
     def action_breakpoints(self) -> None:
         session = self.session
@@ -519,9 +596,10 @@ class DebuggerApp(App[None]):
                                           record.tool if record is not None else None))
 
     @on(BreakpointScreen.Changed)
-    def breakpoints_changed(self) -> None:
-        self.save_breakpoint_file()
+    def breakpoints_changed(self) -> bool:
+        saved = self.save_breakpoint_file()
         self.query_one(Timeline).refresh_gutter()
+        return saved
 
     # --- search -------------------------------------------------------------------------
     def action_search(self) -> None:
@@ -550,8 +628,9 @@ class DebuggerApp(App[None]):
             return
         text = self.last_search
 
-        def job() -> tuple[int | None, str, bool]:
-            return session.search(text, forward=forward, cancel=self._cancel), text, forward
+        def job(cancel: Cancel) -> tuple[int | None, str, bool, bool]:
+            step = session.search(text, forward=forward, cancel=cancel)
+            return step, text, forward, step is None and cancel.is_set()
 
         self.start_worker("search", job, cancellable=True)
 
@@ -563,6 +642,8 @@ class DebuggerApp(App[None]):
         initial = ""
         if self.document is not None and Path(self.document.path).is_file():
             initial = str(Path(self.document.path).parent) + "/"
+            if one_line(initial) != initial:  # an input shows what it holds: never unsafe text
+                initial = ""
 
         def answer(value: str | None) -> None:
             if value and value.strip():

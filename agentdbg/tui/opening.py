@@ -23,10 +23,13 @@ def open_demo() -> Document:
     return documents.plan_document(plan, f"demo: {DEMO}")
 
 
-def open_for_app(path: str, format: str | None = None, allow_code: bool = False) -> tuple[Document | None, str, str]:
+def open_for_app(path: str, format: str | None = None, allow_code: bool = False,
+                 allow_network: bool = False) -> tuple[Document | None, str, str]:
     """(document, path, "") or (None, path, why it cannot be opened)."""
     try:
-        return documents.open_document(Path(path).expanduser(), format=format, allow_code=allow_code), path, ""
+        document = documents.open_document(Path(path).expanduser(), format=format, allow_code=allow_code,
+                                           allow_network=allow_network)
+        return document, path, ""
     except OPEN_ERRORS as exc:
         return None, path, str(exc) or type(exc).__name__
     except RecursionError:

@@ -20,6 +20,22 @@ def clean(value: Any) -> str:
     return sanitize(value if isinstance(value, str) else str(value)).replace("\t", "    ")
 
 
+def clip(value: Any, limit: int) -> tuple[str, int]:
+    """At most ``limit`` characters of ``value``, cleaned as ``clean`` does, and how many
+    were left out: a huge text (a 200 MB observation) is cut before it is cleaned, and
+    never rendered whole."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return clean(text), 0
+    return clean(text[:limit]), len(text) - limit
+
+
+def clipped(value: Any, limit: int) -> str:
+    """``clip`` as one string, saying how much was left out."""
+    text, more = clip(value, limit)
+    return f"{text}… [{more:,} more characters]" if more else text
+
+
 # Clean text folded onto one line (for the timeline, titles and status lines).
 one_line = flat
 

@@ -8,11 +8,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.validation import Function
+from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.header import outcome_text
+
+RUN_LIST = 500  # runs listed at once in the run switcher
 
 
 def describe_run(index: int, run) -> Text:
@@ -25,28 +28,46 @@ def describe_run(index: int, run) -> Text:
 
 
 class RunSwitcher(ModalScreen[int | None]):
+    """The runs of the file around the current one (at most ``RUN_LIST``: a file may hold
+    a million); a run number typed in the box opens any run."""
+
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
 
-    def __init__(self, runs: list, current: int):
+    def __init__(self, runs, current: int):
         super().__init__(id="runs")
         self.runs = runs
         self.current = current
+        self.count = len(runs)
+        self.first = max(0, min(current - RUN_LIST // 2, self.count - RUN_LIST))
 
     def compose(self) -> ComposeResult:
+        shown = range(self.first, min(self.first + RUN_LIST, self.count))
         with Vertical(classes="dialog wide") as box:
-            box.border_title = f"Runs in this file ({len(self.runs)})"
+            box.border_title = f"Runs in this file ({self.count:,})"
             box.border_subtitle = "Enter: open · Esc: cancel"
-            yield OptionList(*(Option(describe_run(i, run), id=str(i)) for i, run in enumerate(self.runs)),
-                             id="run-list")
+            if len(shown) < self.count:
+                yield Label(f"Runs {shown.start + 1:,} to {shown.stop:,} of {self.count:,}; "
+                            "type a run number and Enter to open any other:", markup=False)
+                yield Input(placeholder="run number", id="run-number",
+                            validators=[Function(self._valid, f"a run number from 1 to {self.count:,}")])
+            yield OptionList(*(Option(describe_run(i, self.runs[i]), id=str(i)) for i in shown), id="run-list")
+
+    def _valid(self, value: str) -> bool:
+        return value.strip().isdigit() and 1 <= int(value.strip()) <= self.count
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
-        options.highlighted = self.current
+        options.highlighted = self.current - self.first
         options.focus()
 
     @on(OptionList.OptionSelected)
     def chosen(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(int(event.option.id or 0))
+
+    @on(Input.Submitted, "#run-number")
+    def typed(self, event: Input.Submitted) -> None:
+        if self._valid(event.value):
+            self.dismiss(int(event.value.strip()) - 1)
 
 
 class ProblemsScreen(ModalScreen[None]):

@@ -93,8 +93,8 @@ class LinePane(ScrollView, can_focus=True):
 
     def rebuild(self) -> None:
         """Re-read the content (after the state it shows has changed)."""
-        if not self.is_mounted:
-            return
+        if not self.is_mounted or self.scrollable_content_region.width < 1:
+            return  # not laid out yet (on_resize builds it): never wrap a step to one column
         width = self.text_width
         key = self.content_key()
         if key is not None and key == self._built_key and width == self._built_width:

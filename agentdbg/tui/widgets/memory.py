@@ -5,10 +5,12 @@ from __future__ import annotations
 from rich.text import Text
 
 from agentdbg.state import RunInfo, RunState
-from agentdbg.tui.safe import clean
+from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane
 
 TURN_CHARS = 300
+SUMMARY_CHARS = 5_000
+LIST_ITEMS = 100  # of each tier's list (a buffer of 200,000 turns): the rest are counted
 
 
 class MemoryPane(LinePane):
@@ -41,10 +43,16 @@ class MemoryPane(LinePane):
         out.append(Text(title, style="bold underline"))
         added = list(memory.added)
         # The newest turns were added at this step: mark exactly that many from the end.
-        fresh = set(range(len(memory.buffer) - len(added), len(memory.buffer)))
-        for turn in memory.evicted:
+        fresh = range(len(memory.buffer) - len(added), len(memory.buffer))
+        for turn in memory.evicted[:LIST_ITEMS]:
             out.append((4, Text.assemble(("  - ", "bold red"), (turn_text(turn), "red strike"))))
-        for index, turn in enumerate(memory.buffer):
+        out.extend(_more(len(memory.evicted), "evicted turns"))
+        buffer = memory.buffer
+        first = max(0, len(buffer) - LIST_ITEMS)  # the newest turns, where this step's are
+        if first:
+            out.append(Text(f"  … {first:,} older turns not shown", style="dim italic"))
+        for index in range(first, len(buffer)):
+            turn = buffer[index]
             if index in fresh:
                 out.append((4, Text.assemble(("  + ", "bold green"), (turn_text(turn), "green"))))
             else:
@@ -57,25 +65,32 @@ class MemoryPane(LinePane):
             summary_title.append("  * changed", style="bold yellow")
         out.append(summary_title)
         if memory.summary:
-            out.append(Text(clean(memory.summary), style="yellow" if memory.summary_changed else ""))
+            out.append(Text(clipped(memory.summary, SUMMARY_CHARS), style="yellow" if memory.summary_changed else ""))
         else:
             out.append(Text("  (none yet)", style="dim"))
         out.append(Text(""))
         out.append(Text(f"Semantic recall ({memory.semantic_size} stored)", style="bold underline"))
-        for stored in memory.stored:
+        for stored in memory.stored[:LIST_ITEMS]:
             out.append((4, Text.assemble(("  + ", "bold green"), ("stored: ", "green"), (turn_text(stored), "green"))))
+        out.extend(_more(len(memory.stored), "stored texts"))
         if memory.recalled:
-            for result in memory.recalled:
+            for result in memory.recalled[:LIST_ITEMS]:
                 score, text = _result(result)
                 out.append((7, Text.assemble((f"  {score} ", "bold cyan"), turn_text(text))))
+            out.extend(_more(len(memory.recalled), "recalled texts"))
         else:
             out.append(Text("  nothing recalled at this step", style="dim"))
         return out
 
 
+def _more(count: int, what: str) -> list:
+    return [Text(f"  … {count - LIST_ITEMS:,} more {what} not shown", style="dim italic")] if count > LIST_ITEMS else []
+
+
 def turn_text(turn) -> str:
     """A remembered turn on one line: its Thought / Action / Observation joined by ⏎."""
-    return " ⏎ ".join(line.strip() for line in clean(turn).split("\n") if line.strip())[:TURN_CHARS]
+    text, _ = clip(turn, 4 * TURN_CHARS)
+    return " ⏎ ".join(line.strip() for line in text.split("\n") if line.strip())[:TURN_CHARS]
 
 
 def _result(result) -> tuple[str, str]:
@@ -88,4 +103,4 @@ def _result(result) -> tuple[str, str]:
         shown = f"{float(score):.2f}"
     except (TypeError, ValueError):
         shown = "  ?"
-    return shown, clean(text)
+    return shown, clip(text, 4 * TURN_CHARS)[0]

@@ -18,7 +18,7 @@ from textual.strip import Strip
 
 from agentdbg.prompt import prompt_at
 from agentdbg.state import StepRecord
-from agentdbg.tui.safe import clean
+from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane, wrap
 
 LABEL_STYLES = {
@@ -34,6 +34,8 @@ LABEL_STYLES = {
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400
 CURRENT_CHARS = 20_000  # the current step: beyond this, the text is cut (it can be megabytes)
+STEP_LINES = 200  # a step's transcript lines shown (a step of thousands of raw records)
+PROMPT_CHARS = 50_000  # the prompt view: beyond this, the prompt is cut
 BLOCK_CACHE = 256  # wrapped steps kept
 CONTEXT_SCREENS = 2  # earlier steps rendered: enough for this many pane heights
 PROMPT_STEPS = 50  # a prompt that is the whole transcript: its latest steps only
@@ -99,7 +101,7 @@ class Scratchpad(LinePane):
         if step >= 1:
             head.append(Text(f"… {step:,} earlier step{'s' if step != 1 else ''} not shown", style="dim italic"))
         else:
-            head.append(Text.assemble(("Question: ", "bold"), clean(run.info.task)))
+            head.append(Text.assemble(("Question: ", "bold"), clipped(run.info.task, CURRENT_CHARS)))
         if self.step == 0:
             head.extend(self._preamble(run))
             head.append(Text(""))
@@ -120,8 +122,8 @@ class Scratchpad(LinePane):
             events = run.preamble
         except (AttributeError, ValueError, OSError):
             return []
-        lines = [Text.assemble((f"{label}: ", "bold magenta"), clean(text))
-                 for label, text in StepRecord.from_events(0, events).transcript()]
+        lines = [Text.assemble((f"{label}: ", "bold magenta"), clipped(text, CURRENT_CHARS))
+                 for label, text in StepRecord.from_events(0, events).transcript()[:STEP_LINES]]
         return [Text("")] + lines if lines else []
 
     def _prompt_lines(self, run, width: int) -> tuple[list[Strip], list[int]]:
@@ -136,8 +138,11 @@ class Scratchpad(LinePane):
         if not run.info.memory:
             head.append(Text("This run has no memory tiers: the prompt is the transcript so far.",
                              style="dim italic"))
-        for line in clean(prompt).split("\n"):
+        text, more = clip(prompt, PROMPT_CHARS)
+        for line in text.split("\n"):
             head.append(_prompt_line(line))
+        if more:
+            head.append(Text(f"… [{more:,} more characters of the prompt not shown]", style="dim italic"))
         lines, starts = wrap(head, width, console, style)
         block = self._block_lines(run, self.step, True, width)
         self._current_start_line = 0
@@ -173,13 +178,11 @@ class Scratchpad(LinePane):
             rule.append("─" * max(width - rule.cell_len, 0))
             rule.stylize("dim")
         block = [rule]
-        for label, value in record.transcript():
-            text = clean(value)
-            hidden = ""
+        transcript = record.transcript()
+        for label, value in transcript[:STEP_LINES]:
             limit_chars = CURRENT_CHARS if current or not self.folded else FOLD_CHARS
-            if len(text) > limit_chars:
-                hidden = f"{len(text) - limit_chars:,} more characters"
-                text = text[:limit_chars]
+            text, more = clip(value, limit_chars)
+            hidden = f"{more:,} more characters" if more else ""
             if not current and self.folded:
                 lines = text.split("\n")
                 if len(lines) > FOLD_LINES:
@@ -190,12 +193,14 @@ class Scratchpad(LinePane):
                 style = "bold red"
             paragraph = Text.assemble((f"{label}: ", style), text)
             if hidden:
-                paragraph.append(f" … ({hidden}; f unfolds)" if not current else f" … ({hidden})",
-                                 style="italic")
+                paragraph.append(f"… [{hidden}]" if current else f" … ({hidden}; f unfolds)", style="italic")
             if not current:
                 paragraph.stylize("dim")
             block.append(paragraph)
-        if not record.transcript():
+        if len(transcript) > STEP_LINES:
+            block.append(Text(f"… {len(transcript) - STEP_LINES:,} more lines in this step not shown",
+                              style="dim italic"))
+        if not transcript:
             block.append(Text("(nothing recorded in this step)", style="dim italic"))
         return block
 

@@ -36,6 +36,7 @@ MARKERS = {
 GUTTER = {"": "  ", "on": "● ", "off": "○ "}
 ROW_CACHE_SIZE = 4096
 TOOL_WIDTH = 11
+SUMMARY_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,16 @@ class Row:
         if record.tool is not None:
             args = record.args
             if isinstance(args, dict):
-                summary = ", ".join(f"{k}={one_line(v, 40)}" for k, v in args.items())
+                parts = []
+                for key, value in args.items():  # as many as the row can show, of however many
+                    parts.append(f"{one_line(key, 40)}={one_line(value, 40)}")
+                    if len(parts) * 3 > SUMMARY_CHARS:
+                        parts.append("…")
+                        break
+                summary = ", ".join(parts)
             else:
-                summary = "" if args is None else str(args)
-            return cls(marker, one_line(record.tool, 60), one_line(summary, 200),
+                summary = "" if args is None else args if isinstance(args, str) else str(args)
+            return cls(marker, one_line(record.tool, 60), one_line(summary, SUMMARY_CHARS),
                        record.error_kind == "unknown_tool")
         if record.parse_error is not None:
             return cls(marker, "(parse)", one_line(record.parse_error, 200), False)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from rich.text import Text
 
 from agentdbg.state import RunInfo, RunState, StepRecord
-from agentdbg.tui.safe import clean, one_line
+from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.lines import LinePane
+
+PARAMS = 20  # parameters shown in a tool's signature
 
 
 class ToolsPane(LinePane):
@@ -58,9 +60,10 @@ class ToolsPane(LinePane):
     def _tool(self, spec: dict, name: str, counts: list, current: bool, width: int) -> list:
         params = spec.get("params") or {}
         if isinstance(params, dict):
-            signature = ", ".join(f"{clean(k)}: {clean(v)}" for k, v in params.items())
+            shown = [f"{one_line(k, 40)}: {one_line(v, 40)}" for k, v in list(params.items())[:PARAMS]]
+            signature = ", ".join(shown + ["…"] * (len(params) > PARAMS))
         else:
-            signature = clean(params)
+            signature = one_line(params, 200)
         head = self._head(name, signature, counts, current, width, declared=True)
         if spec.get("dangerous"):
             head.append(" dangerous", style="bold red")

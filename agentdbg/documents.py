@@ -2,19 +2,21 @@
 
 Detection is by content, never by running anything: a TOML file with a [policy] table is a
 plan (run live by the engine), a file whose first line is an agentdbg trace header is a
-trace (read by offset), anything else is offered to the importers.
+trace (read by offset), anything else is offered to the importers. Only regular files are
+read (``agentdbg.files``): a named pipe or a device is refused before anything reads it,
+and so are an empty file and a binary one, in one line each.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from agentdbg.files import OpenError, read_head, unreadable_text
 from agentdbg.plans import Plan, load_plan, looks_like_plan
 from agentdbg.runs import Document, EventRun, LiveRun
 
-
-class OpenError(ValueError):
-    """The input cannot be opened at all (says which file and why)."""
+__all__ = ["OpenError", "open_document", "plan_document", "run_plan_to_end"]
+HEAD_BYTES = 64 * 1024  # what telling a trace or a binary file apart looks at
 
 
 def plan_document(plan: Plan, path: str = "") -> Document:
@@ -28,20 +30,34 @@ def run_plan_to_end(plan: Plan, path: str = "") -> Document:
     return Document(path or str(plan.path or plan.name), "plan", [EventRun(trace.events, plan.name)])
 
 
+def _binary_format_reads(head: bytes, path: Path, format: str | None) -> bool:
+    """True when an importer of a binary format (a zip archive) reads this file."""
+    if format in ("plan", "trace"):
+        return False
+    try:
+        from agentdbg import importers
+    except ModuleNotFoundError:  # no importers in this installation
+        return False
+    return importers.binary_format(head, str(path), format) is not None
+
+
 def open_document(path: str | Path, *, format: str | None = None, allow_code: bool = False,
                   allow_network: bool = False, live: bool = True) -> Document:
     """Open ``path``; ``format`` forces an importer (or "plan" / "trace")."""
     path = Path(path)
-    if not path.exists():
-        raise OpenError(f"{path}: no such file")
-    if path.is_dir():
-        raise OpenError(f"{path}: is a directory; give a trace, a plan or a saved run")
+    head = read_head(path, HEAD_BYTES, what="a trace, a plan or a saved run")
+    if not head:
+        raise OpenError(f"{path}: is empty")
+    from agentdbg.trace import reader
+
+    is_trace = reader.looks_like_trace(head)
+    unreadable = None if is_trace else unreadable_text(head)
+    if unreadable and not _binary_format_reads(head, path, format):  # said once, not by every format
+        raise OpenError(f"{path}: is {unreadable}")
     if format == "plan" or (format is None and looks_like_plan(path)):
         plan = load_plan(path, allow_code=allow_code, allow_network=allow_network)
         return plan_document(plan, str(path)) if live else run_plan_to_end(plan, str(path))
-    from agentdbg.trace import reader
-
-    if format == "trace" or (format is None and reader.sniff(path)):
+    if format == "trace" or (format is None and is_trace):
         return reader.open_trace(path)
     from agentdbg import importers
 

@@ -38,12 +38,15 @@ from agentdbg.engine.policies import (
     ToyScript,
 )
 from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
+from agentdbg.files import OpenError, read_bounded, read_head, size_text
 
 TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted")
 POLICY_KINDS = ("outputs", "plan", "script", "rules", "python", "openai", "anthropic")
 MODEL_KEYS = ("kind", "model", "base_url", "api_key_env", "format", "tool_calling", "temperature", "max_tokens",
               "timeout", "retries", "backoff", "instructions")
 MAX_EMBEDDING_DIM = 4096  # a data file must not be able to make every stored turn huge
+MAX_PLAN_BYTES = 4 * 1024 * 1024  # a plan is a page of settings and scripts: more is not a plan
+PLAN_SNIFF_BYTES = 200_000  # where looks_like_plan looks for the [policy] table
 
 
 class PlanError(ValueError):
@@ -73,24 +76,22 @@ def looks_like_plan(path: Path) -> bool:
     if path.suffix.lower() != ".toml":
         return False
     try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
+        head = read_head(path, PLAN_SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OpenError:  # missing, a directory, a pipe or a device: not a plan
         return False
     return re.search(r"^[ \t]*\[policy\]", head, re.M) is not None  # not \s*: quadratic over blank lines
 
 
 def load_plan(path: str | Path, allow_code: bool = False, allow_network: bool = False) -> Plan:
+    """Read and check the plan at ``path`` (a regular file of at most MAX_PLAN_BYTES)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PlanError(f"{path}: is a directory, not a plan") from None
+        data = read_bounded(path, MAX_PLAN_BYTES, f"plans are at most {size_text(MAX_PLAN_BYTES)}", what="a plan")
+        text = data.decode("utf-8")
+    except OpenError as exc:
+        raise PlanError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read: {exc.strerror}") from None
     return parse_plan(text, path, allow_code=allow_code, allow_network=allow_network)
 
 

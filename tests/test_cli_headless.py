@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from test_cli_support import run_guarded
 
 from agentdbg import importers
 from agentdbg.cli import main
@@ -332,6 +334,104 @@ def test_unusable_input_exits_2_with_a_clear_message(tmp_path: Path, capsys, com
     assert code == 2 and str(binary) in err
 
 
+FORMATS = ["plan", "trace", *importers.BY_NAME]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
+                    reason="needs named pipes and /dev/zero")
+def test_pipes_and_devices_are_refused_by_every_command_and_format_without_reading(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "converted.jsonl"
+    inputs = {}
+    for name in ("run.jsonl", "plan.toml", "notes.txt"):
+        os.mkfifo(tmp_path / f"fifo-{name}")
+        (tmp_path / f"zero-{name}").symlink_to("/dev/zero")
+        inputs[tmp_path / f"fifo-{name}"] = "is a named pipe (FIFO)"
+        inputs[tmp_path / f"zero-{name}"] = "is a character device"
+    commands = []
+    for path in inputs:
+        commands += [["show", path], ["stats", path], ["check", path], ["convert", path, "-o", out], [path],
+                     ["record", path, "-o", out]]
+        for name in FORMATS:
+            commands += [["show", path, "--format", name], [path, "--format", name]]
+            if name in importers.BY_NAME:
+                commands.append(["convert", path, "--format", name, "-o", out])
+    for argv, (code, stdout, err) in zip(commands, run_guarded(*commands), strict=True):
+        path = next(arg for arg in argv if isinstance(arg, Path))
+        assert code == 2 and f"{path}: {inputs[path]}, not a regular file" in err, (argv, err)
+        assert len(err.splitlines()) == 1 and stdout == "", (argv, err)
+    assert not out.parent.exists()
+
+
+def test_symlinks_to_regular_files_open_normally(tmp_path: Path, sample_plans: Path, capsys) -> None:
+    trace = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", sample_plans / "library_good.toml", "-o", trace, "-q")[0] == 0
+    for target, name in ((trace, "link.jsonl"), (sample_plans / "library_good.toml", "link.toml")):
+        link = tmp_path / name
+        link.symlink_to(target)
+        assert stats_of(capsys, link)[0]["answer"] == "2"
+
+
+def test_a_plan_larger_than_a_plan_can_be_is_refused_with_its_size(tmp_path: Path, sample_plans: Path,
+                                                                   capsys) -> None:
+    big = tmp_path / "big.toml"
+    padding = "# " + "x" * 1000 + "\n"
+    big.write_text((sample_plans / "library_good.toml").read_text() + padding * 5200)
+    for argv in (["show", big], ["stats", big, "--format", "plan"], ["record", big, "-o", tmp_path / "o.jsonl"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and f"{big}: is 5.0 MiB; plans are at most 4.0 MiB" in err, argv
+
+
+def test_an_imported_file_over_the_import_limit_is_refused_with_its_size(tmp_path: Path, capsys,
+                                                                         monkeypatch) -> None:
+    from agentdbg.importers import base
+
+    monkeypatch.setattr(base, "MAX_IMPORT_BYTES", 4096)  # the limit is one named constant
+    path = tmp_path / "run.log"
+    path.write_text("Question: q\n" + "Thought 1: think\nAction 1: Search[x]\nObservation 1: y\n" * 100)
+    for argv in (["show", path], ["check", path, "--format", "react-paper"], ["convert", path, "-o", tmp_path / "o.jsonl"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and f"{path}: is 5.3 KiB; runs saved by other agent stacks are read whole, at most 4.0 KiB" in err
+
+
+def test_a_binary_file_is_refused_in_one_line_whatever_the_format(tmp_path: Path, capsys) -> None:
+    blob = tmp_path / "blob.json"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    text_formats = [name for name in FORMATS if not getattr(importers.BY_NAME.get(name), "BINARY", False)]
+    commands = [["show", blob], ["stats", blob], ["check", blob], ["convert", blob, "-o", tmp_path / "o.jsonl"]]
+    commands += [["show", blob, "--format", name] for name in text_formats]
+    commands += [["convert", blob, "--format", name, "-o", tmp_path / "o.jsonl"] for name in text_formats
+                 if name in importers.BY_NAME]
+    for argv in commands:
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.endswith(f"{blob}: is a binary file (not text)\n"), (argv, err)
+        assert len(err.splitlines()) == 1, (argv, err)
+    # A binary format asked for by name reads the bytes itself and says why it cannot.
+    binary = [name for name in importers.BY_NAME if getattr(importers.BY_NAME[name], "BINARY", False)]
+    for name in binary:
+        code, _, err = run_cli(capsys, "show", blob, "--format", name)
+        assert code == 2 and str(blob) in err and "is a binary file" not in err, (name, err)
+
+
+def test_a_binary_format_is_not_refused_as_binary(tmp_path: Path, capsys) -> None:
+    archive = Path(__file__).parent / "fixtures" / "import" / "inspect-ai" / "crashed.eval"
+    disguised = tmp_path / "log.bin"  # detection by content, whatever the name
+    disguised.write_bytes(archive.read_bytes())
+    for path in (archive, disguised):
+        code, out, err = run_cli(capsys, "stats", path, "--json")
+        assert code == 0 and json.loads(out)["kind"] == "inspect-ai", err
+        code, out, err = run_cli(capsys, "convert", path, "-o", tmp_path / "eval.jsonl", "--force")
+        assert code == 0 and "(inspect-ai) ->" in out, err
+
+
+def test_a_utf16_file_is_named_as_such_with_how_to_convert_it(tmp_path: Path, capsys) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-16")  # as PowerShell writes
+    for argv in (["show", chat], ["stats", chat, "--format", "openai-chat"], ["convert", chat, "-o", tmp_path / "o.jsonl"]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 2 and err.endswith(
+            f"{chat}: is UTF-16 text; agentdbg reads UTF-8 (iconv -f UTF-16 -t UTF-8 converts it)\n"), err
+
+
 def test_a_plan_that_runs_code_needs_allow_code(sample_plans: Path, capsys) -> None:
     plan = sample_plans / "library_good_python.toml"
     code, _, err = run_cli(capsys, "stats", plan)
@@ -413,14 +513,55 @@ def test_show_into_a_pipe_that_closes_early_exits_quietly(tmp_path: Path) -> Non
     assert first == b"\n" and code == 0 and err == ""
 
 
-def test_a_trace_with_no_runs(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "header_only.jsonl"
-    path.write_text(fmt.header_line())
-    code, out, err = run_cli(capsys, "check", path)
-    assert code == 2 and "no runs to check" in err
-    code, out, err = run_cli(capsys, "show", path)
-    assert code == 0 and "no runs" in err
-    assert stats_of(capsys, path) == []
+@pytest.mark.parametrize("command", ["show", "stats", "check"])
+@pytest.mark.parametrize("json_output", [False, True])
+def test_a_file_with_no_runs_is_unusable_input_for_every_command(tmp_path: Path, capsys, command: str,
+                                                                 json_output: bool) -> None:
+    header_only = tmp_path / "header_only.jsonl"
+    header_only.write_text(fmt.header_line())
+    damaged = tmp_path / "damaged.jsonl"  # a header, then nothing readable
+    damaged.write_text(fmt.header_line() + '{"type":"thought","step":1,\nnot json\n')
+    extra = ["--json"] if json_output else []
+    for path in (header_only, damaged):
+        code, out, err = run_cli(capsys, command, path, *extra)
+        assert code == 2 and out == "", (path, out)
+        assert err.splitlines()[0] == f"agentdbg {command}: error: {path}: no runs in it"
+    code, _, err = run_cli(capsys, command, damaged, *extra)
+    assert f"agentdbg {command}: warning: {damaged}:2:" in err  # why there is nothing: the damage
+
+
+@pytest.mark.parametrize("name", [5, "agentdbg-trace\u0000x"])
+def test_a_damaged_header_format_is_a_problem_not_a_refusal(tmp_path: Path, sample_plans: Path, capsys,
+                                                             name) -> None:
+    path = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", sample_plans / "library_stuck.toml", "-o", path, "-q")[0] == 0
+    lines = path.read_text().splitlines(keepends=True)
+    lines[0] = json.dumps({**json.loads(lines[0]), "format": name}) + "\n"
+    path.write_text("".join(lines))
+    for command, expected in (("show", 0), ("stats", 0), ("check", 1)):
+        code, out, err = run_cli(capsys, command, path)
+        assert code == expected and ("catalog[Il Gattopardo]" in flat(out) or command == "stats"), (command, err)
+        assert f"agentdbg {command}: warning: {path}:1: header names format" in err
+        assert "\x00" not in err
+    assert stats_of(capsys, path)[0]["steps"] == 2
+
+
+@pytest.mark.parametrize("tools", [None, False, 3.5, [{"name": 5}, "calc"]])
+def test_malformed_run_start_tools_are_read_as_no_tools_by_every_command(tmp_path: Path, sample_plans: Path,
+                                                                        capsys, tools) -> None:
+    path = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", sample_plans / "library_stuck.toml", "-o", path, "-q")[0] == 0
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = json.dumps({**json.loads(lines[1]), "tools": tools}, separators=(",", ":")) + "\n"
+    path.write_text("".join(lines))
+    for argv, expected in ((["show"], 0), (["stats"], 0), (["check"], 1), (["show", "--step", "2"], 0)):
+        code, out, err = run_cli(capsys, *argv, path)
+        assert code == expected, (argv, err)
+        assert f"warning: {path}:2: run_start: 'tools'" in err and "Traceback" not in err
+    code, out, _ = run_cli(capsys, "show", path, "--json")
+    run = json.loads(out)
+    assert run["tools"] == [] and run["task"] == "How many copies of Il Gattopardo are available?"
+    assert stats_of(capsys, path)[0]["tools"] == {"catalog": 2}
 
 
 def test_the_repetition_brake_is_a_repeat_not_a_budget(capsys, source):

@@ -68,6 +68,9 @@ def test_fields_at_their_default_are_not_written():
         ({"type": "memory_recall", "step": 1, "query": "q", "results": [{"text": "a"}]}, "field 'results' should be a list of"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": ["calc"]}, "field 'tools' should be a list of tool specs"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": [{"name": "c", "params": []}]}, "params as an object"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": None}, "field 'tools' should be list, got NoneType"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": True}, "field 'tools' should be list, got bool"),
+        ({"type": "run_start", "step": 0, "task": "t", "tools": 5}, "field 'tools' should be list, got int"),
     ],
 )
 def test_malformed_events_say_what_is_wrong(data, message):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 
 import pytest
+from test_cli_support import finishes
 
 from agentdbg.plans import PlanError, load_plan, looks_like_plan, parse_plan
 
@@ -153,6 +155,31 @@ def test_files_that_cannot_be_read(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00\x01")
     with pytest.raises(PlanError, match="not UTF-8 text"):
         load_plan(binary)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_a_named_pipe_is_never_read_as_a_plan(tmp_path):
+    fifo = tmp_path / "plan.toml"
+    os.mkfifo(fifo)
+    assert finishes(lambda: looks_like_plan(fifo), fifo) is False
+    with pytest.raises(PlanError, match=r"plan\.toml: is a named pipe \(FIFO\), not a regular file"):
+        finishes(lambda: load_plan(fifo), fifo)
+
+
+def test_a_plan_over_the_size_limit_is_refused_before_it_is_parsed(tmp_path, sample_plans, monkeypatch):
+    import agentdbg.plans as plans
+
+    monkeypatch.setattr(plans, "MAX_PLAN_BYTES", 1024)
+    text = (sample_plans / "library_good.toml").read_text()
+    assert len(text.encode()) > 1024
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    with pytest.raises(PlanError, match=r"plan\.toml: is \d\.\d KiB; plans are at most 1\.0 KiB"):
+        load_plan(path)
+    link = tmp_path / "link.toml"
+    link.symlink_to(sample_plans / "library_good.toml")
+    monkeypatch.undo()
+    assert load_plan(link).name == "library-good"
 
 
 def test_plans_are_recognised_by_content(tmp_path, sample_plans):

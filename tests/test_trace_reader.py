@@ -387,6 +387,62 @@ def test_a_damaged_header_line_still_opens_the_events(hallucinating: Path) -> No
         assert [p.line for p in document.problems] == [1]
 
 
+@pytest.mark.parametrize("header, message", [
+    (b'{"type":"header","format":5,"version":1}', "header names format 5, not 'agentdbg-trace'"),
+    (b'{"type":"header","format":"agentdbg-trace\\u0000x","version":1}',
+     "header names format 'agentdbg-trace\\x00x', not 'agentdbg-trace'"),
+    (b'{"type":"header","format":null,"version":1}', "header names format None"),
+    (b'{"type":"header","version":1}', "header names format None"),
+    (b'{"type":"header","format":"other-tool","version":1}', "header names format 'other-tool'"),
+    (b'{"type":"header","format":"agentdbg-trace","version":1', "the header line is not valid JSON"),
+    (b"# recorded on Tuesday", "the header line is not valid JSON"),
+    (b"[1, 2, 3]", "line 1 is not the header line"),
+])
+def test_a_damaged_header_format_opens_the_steps_with_a_problem_on_line_1(hallucinating: Path, header: bytes,
+                                                                          message: str) -> None:
+    data = hallucinating.read_bytes()
+    hallucinating.write_bytes(header + data[data.index(b"\n"):])
+    assert sniff(hallucinating)
+    with open_trace(hallucinating) as document:
+        document.wait(10)
+        assert document.runs[0].step_count == 5 and document.runs[0].end.answer == "2"
+        assert [(p.line, message in p.message) for p in document.problems] == [(1, True)], document.problems
+
+
+def test_a_damaged_header_alone_is_still_a_trace_and_another_tools_header_is_not(tmp_path: Path) -> None:
+    path = tmp_path / "header.jsonl"
+    path.write_bytes(b'{"type":"header","format":7,"version":1}\n')
+    assert sniff(path)
+    path.write_bytes(b'{"type":"header","format":"other-tool","version":1}\n{"rows": 3}\n')
+    assert not sniff(path)
+
+
+@pytest.mark.parametrize("tools, names, message", [
+    (None, set(), "'tools' should be a list of tool specs, got null; read as no tools declared"),
+    (True, set(), "got true; read as no tools declared"),
+    (5, set(), "got a number (5); read as no tools declared"),
+    ("calc", set(), "got a string; read as no tools declared"),
+    ({"name": "calc"}, set(), "got an object; read as no tools declared"),
+    ([1, "a", None], set(), "3 of its 3 entries are not tool specs"),
+    ([{"name": 5}, {"name": "calc", "params": {"expression": "str"}}], {"calc"}, "1 of its 2 entries are not tool specs"),
+    ([{"name": "calc", "params": "expression"}], {"calc"}, "a tool's 'params' is not an object"),
+])
+def test_malformed_run_start_tools_read_as_no_tools_with_a_problem(hallucinating: Path, tools, names: set,
+                                                                    message: str) -> None:
+    lines = hallucinating.read_bytes().split(b"\n")
+    run_start = json.loads(lines[1])
+    lines[1] = json.dumps({**run_start, "tools": tools}, separators=(",", ":")).encode()
+    hallucinating.write_bytes(b"\n".join(lines))
+    with open_trace(hallucinating) as document:
+        document.wait(10)
+        run = document.runs[0]
+        assert run.info.task == run_start["task"] and run.info.guards == run_start["guards"]  # the rest is kept
+        assert run.info.tool_names() == names
+        assert run.state_at(run.step_count).tool_calls  # the steps read on
+        assert [(p.line, message in p.message) for p in document.problems] == [(2, True)], document.problems
+        assert all(isinstance(spec.get("params", {}), dict) for spec in run.info.tools)
+
+
 def test_a_header_only_file_has_no_runs_and_no_problems(tmp_path: Path) -> None:
     path = tmp_path / "header.jsonl"
     path.write_text(fmt.header_line())
@@ -398,8 +454,8 @@ def test_a_header_only_file_has_no_runs_and_no_problems(tmp_path: Path) -> None:
     "content, message",
     [
         (b"", "empty file"),
-        (bytes(range(256)) * 40, "binary data"),
-        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary data"),
+        (bytes(range(256)) * 40, "is a binary file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is a binary file"),
         (b"hello, world\n", "line 1 should be the header"),
         (b'{"type":"header","format":"other-tool","version":1}\n', "line 1 should be the header"),
         (b"[1, 2, 3]\n", "line 1 should be the header"),
@@ -728,7 +784,7 @@ def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
     assert not sniff(fifo)
-    with pytest.raises(OpenError, match="not a regular file"):
+    with pytest.raises(OpenError, match=r"is a named pipe \(FIFO\), not a regular file"):
         open_trace(fifo)
 
 

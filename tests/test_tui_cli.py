@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 
-from test_tui_support import PLANS, SIZE, deferred_index, pane_text, press, settle, status
+import pytest
+from test_cli_support import run_guarded
+from test_tui_support import PLANS, SIZE, deferred_index, press, settle, status
+from textual.app import App
 
-from agentdbg.cli import debug
+from agentdbg.cli import debug, main
+from agentdbg.trace import format as fmt
 from agentdbg.tui.app import DebuggerApp
 
 
@@ -38,18 +43,72 @@ async def test_no_file_opens_the_bundled_demo():
         assert app.session.cursor == 1 and "web_search" in status(app)
 
 
-async def test_a_file_that_cannot_be_opened_starts_the_app_with_the_reason(tmp_path):
+def test_a_file_that_cannot_be_opened_exits_2_with_one_line_before_the_screen(tmp_path, capsys, no_screen):
     broken = tmp_path / "broken.toml"
     broken.write_text("name = 'x'\n[policy]\nkind = 'nonsense'\n")
+    binary = tmp_path / "blob.jsonl"
+    binary.write_bytes(bytes(range(256)) * 64)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    header_only = tmp_path / "header.jsonl"
+    header_only.write_text(fmt.header_line())
     for path, reason in ((tmp_path / "missing.jsonl", "no such file"), (tmp_path, "is a directory"),
-                         (broken, "missing 'task'")):
-        app = debug.build_app(args(file=str(path)))
-        assert isinstance(app, DebuggerApp)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            assert app.session is None
-            assert reason in pane_text(app, "scratchpad")
-            assert reason in " ".join(app.problems)
+                         (binary, "is a binary file (not text)"), (empty, "is empty"),
+                         (broken, "missing 'task'"), (header_only, "no runs in it")):
+        assert debug.build_app(args(file=str(path))) == 2, path
+        err = capsys.readouterr().err
+        assert err.startswith(f"agentdbg: {path}") and reason in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"),
+                    reason="needs named pipes and /dev/zero")
+def test_a_named_pipe_or_a_device_on_the_command_line_exits_2_without_blocking(tmp_path):
+    fifo = tmp_path / "run.jsonl"
+    os.mkfifo(fifo)
+    zero = tmp_path / "plan.toml"
+    zero.symlink_to("/dev/zero")
+    results = run_guarded([fifo], [zero], [fifo, "--format", "plan"], [zero, "--format", "trace"])
+    for (code, out, err), (path, kind) in zip(results, [(fifo, "is a named pipe (FIFO)"), (zero, "is a character device")] * 2,
+                                              strict=True):
+        assert code == 2 and err == f"agentdbg: {path}: {kind}, not a regular file\n" and out == ""
+
+
+@pytest.fixture
+def no_screen(monkeypatch):
+    """These tests must end before the screen starts: if one starts, fail instead of hanging."""
+    monkeypatch.setattr(DebuggerApp, "run", lambda self, *a, **k: pytest.fail("the screen started"))
+
+
+@pytest.mark.parametrize("typed, meant", [("stat", "stats"), ("shw", "show"), ("chekc", "check"), ("Record", "record")])
+def test_a_mistyped_subcommand_suggests_the_closest_one(typed, meant, capsys, tmp_path, monkeypatch, no_screen):
+    monkeypatch.chdir(tmp_path)
+    assert main([typed]) == 2
+    assert capsys.readouterr().err == f"agentdbg: {typed}: no such file; did you mean 'agentdbg {meant}'?\n"
+    assert main([typed, "run.jsonl"]) == 2  # with the subcommand's own arguments too
+    assert f"did you mean 'agentdbg {meant}'?" in capsys.readouterr().err
+
+
+def test_a_file_named_like_a_subcommand_is_not_a_typo(tmp_path, monkeypatch, capsys, no_screen):
+    monkeypatch.chdir(tmp_path)
+    assert main(["unrelated"]) == 2
+    assert capsys.readouterr().err == "agentdbg: unrelated: no such file\n"
+    assert main(["stats.jsonl"]) == 2  # a missing file name, not a subcommand typo
+    assert capsys.readouterr().err == "agentdbg: stats.jsonl: no such file\n"
+    (tmp_path / "stat").write_text("")
+    assert main(["stat"]) == 2
+    assert capsys.readouterr().err == "agentdbg: stat: is empty\n"  # the file was opened, not suggested
+
+
+def test_a_debugger_that_dies_exits_non_zero_with_the_reason(monkeypatch, capsys):
+    def crash(self):
+        raise RuntimeError("pane failed to draw")
+
+    monkeypatch.setattr(DebuggerApp, "on_mount", crash)
+    monkeypatch.setattr(DebuggerApp, "run", lambda self: App.run(self, headless=True, size=SIZE))
+    assert debug.run(args(file=str(PLANS / "library_good.toml"))) == 1
+    err = capsys.readouterr().err
+    assert "RuntimeError" in err and "pane failed to draw" in err
+    assert err.rstrip().endswith("agentdbg: the debugger stopped on an internal error (exit status 1)")
 
 
 def three_runs(tmp_path):

@@ -4,8 +4,10 @@ valid opens; a file that cannot be a trace at all starts the app with the reason
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+from test_cli_support import release_readers
 from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle, status
 
 from agentdbg.plans import load_plan
@@ -43,6 +45,11 @@ def damage(tmp_path, how: str):
         header["version"] = 99
         lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
         path.write_bytes(b"".join(lines))
+    elif how in ("header format 5", "header format with a NUL"):
+        header = json.loads(lines[0])
+        header["format"] = 5 if how == "header format 5" else "agentdbg-trace\u0000x"
+        lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
+        path.write_bytes(b"".join(lines))
     return path
 
 
@@ -54,7 +61,7 @@ async def open_app(path) -> DebuggerApp:
 
 
 @pytest.mark.parametrize("how", ["truncated last line", "corrupt middle line", "invalid utf-8",
-                                 "huge line", "newer version"])
+                                 "huge line", "newer version", "header format 5", "header format with a NUL"])
 async def test_a_damaged_trace_opens_what_is_valid_and_lists_the_problems(tmp_path, how):
     app = await open_app(damage(tmp_path, how))
     async with app.run_test(size=SIZE) as pilot:
@@ -96,6 +103,40 @@ async def test_a_file_that_is_no_trace_starts_the_app_with_the_reason(tmp_path, 
         assert app.session is not None and app.document.kind == "trace"
         assert app.session.cursor == 1 and "web_search" in status(app)  # step 1 is the error
         await press(pilot, "c")
+        assert app.session.cursor == 5 and "final answer: 2" in status(app)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+async def test_opening_a_named_pipe_with_o_says_why_in_place_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    app = await open_app(recorded(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "o")
+        app.screen.query_one("#prompt-input").value = str(fifo)
+        release_readers(fifo, after=15)  # were the open to block, it ends there and fails below
+        await press(pilot, "enter")
+        assert "pipe.jsonl: is a named pipe (FIFO), not a regular file" in status(app)
+        assert app.session is not None and app.document.kind == "trace"  # what was open stays open
+
+
+@pytest.mark.parametrize("tools", [None, True, 5, [1, "a", None]])
+async def test_run_start_tools_that_are_not_a_list_of_specs_open_as_no_tools(tmp_path, tools):
+    path = recorded(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = json.dumps({**json.loads(lines[1]), "tools": tools}, separators=(",", ":")).encode()
+    path.write_bytes(b"\n".join(lines))
+    app = await open_app(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.session.cursor == 1 and "web_search" in status(app)  # step 1 is the error
+        assert "This run declares no tools; the tools it called: ▶ web_search 1× 1✗" in pane_text(app, "tools")
+        await press(pilot, "e")
+        assert app.screen.id == "problems"
+        shown = " ".join(screen_text(app).replace("│", " ").split())
+        assert "run.jsonl:2: run_start: 'tools'" in shown
+        await press(pilot, "escape", "c")
         assert app.session.cursor == 5 and "final answer: 2" in status(app)
 
 

@@ -10,7 +10,9 @@ its end), 2 unusable input or arguments.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 
 from agentdbg import __version__
@@ -49,6 +51,14 @@ def _main_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _mistyped_subcommand(word: str) -> str | None:
+    """The subcommand ``word`` is a typo of, when ``word`` is no file (``stat``: stats)."""
+    if word.startswith("-") or os.sep in word or "." in word or os.path.lexists(word):
+        return None
+    close = difflib.get_close_matches(word.lower(), SUBCOMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def main(argv: list[str] | None = None) -> int:
     from agentdbg.cli.terminal import safe_std_streams
 
@@ -63,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
             except KeyboardInterrupt:
                 return 130
     with safe_std_streams():
+        mistyped = _mistyped_subcommand(argv[0]) if argv else None
+        if mistyped:
+            print(f"agentdbg: {argv[0]}: no such file; did you mean 'agentdbg {mistyped}'?", file=sys.stderr)
+            return 2
         args = _main_parser().parse_args(argv)
     from agentdbg.cli import debug
 

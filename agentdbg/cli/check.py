@@ -135,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = _check(document, names, args)
     except render.InputError as exc:
-        return render.fail("check", str(exc))
+        code = render.fail("check", str(exc))
+        render.print_problems(document.problems, document.path, "check")
+        return code
     finally:
         document.close()
     try:
@@ -180,7 +182,7 @@ def _check(document: Any, names: list[str], args: argparse.Namespace) -> dict[st
                      "failures": listed})
     render.wait_for_index(document)
     if not runs:  # nothing to gate on: a pipeline that recorded nothing must not pass
-        raise render.InputError(f"{document.path}: no runs to check")
+        raise render.no_runs(document)
     damaged = [str(p) for p in document.problems]
     failed = {name for r in runs for name in r["counts"]}
     if "damaged" in names and damaged:

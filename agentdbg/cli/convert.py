@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 from agentdbg.cli import render
+from agentdbg.files import OpenError, read_head
 from agentdbg.text import one_line
-from agentdbg.trace import format as fmt
+from agentdbg.trace.reader import SNIFF_BYTES, looks_like_trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,21 +51,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _refusal(source: Path, output: Path, force: bool) -> str:
-    if not source.exists():
-        return f"{source}: no such file"
-    if source.is_dir():
-        return f"{source}: is a directory"
+    try:  # a named pipe or a device is refused here, before anything waits on it
+        head = read_head(source, SNIFF_BYTES, what="a saved run")
+    except OpenError as exc:
+        return str(exc)
     if output.exists() and output.resolve() == source.resolve():
         return f"{output}: the output would overwrite the input"
     if output.is_dir():
         return f"{output}: is a directory"
     if output.exists() and not force:
         return f"{output}: exists; use --force to replace it"
-    try:
-        with open(source, "rb") as handle:
-            head = handle.read(len(fmt.HEADER_PREFIX))
-    except OSError as exc:
-        return f"{source}: cannot read: {exc.strerror or exc}"
-    if head == fmt.HEADER_PREFIX:
+    if looks_like_trace(head):
         return f"{source}: is already an agentdbg trace"
     return ""

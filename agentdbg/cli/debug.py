@@ -1,7 +1,8 @@
 """``agentdbg [FILE]``: open the debugger on a plan, a trace or a saved run (or the demo).
 
-A file that cannot be opened does not end the program: the debugger starts, shows why,
-and lets the user open another (o). Unusable arguments exit 2 with a message.
+A FILE that cannot be opened (or holds no run) and unusable arguments exit 2 with one
+line on stderr, before the screen starts; inside the debugger, ``o`` shows why a file
+cannot be opened in place. A debugger that stops on an internal error exits 1.
 """
 
 from __future__ import annotations
@@ -9,7 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentdbg.text import one_line
+from agentdbg.text import shorten
+
+
+def refuse(message: str) -> int:
+    print(f"agentdbg: {shorten(message, 2000)}", file=sys.stderr)
+    return 2
 
 
 def build_app(args: argparse.Namespace):
@@ -36,17 +42,20 @@ def build_app(args: argparse.Namespace):
             return 2
     document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code,
                                       allow_network=getattr(args, "allow_network", False))
-    if document is not None:
-        from agentdbg.cli.render import wait_for_runs
+    if document is None:
+        return refuse(error)
+    from agentdbg.cli.render import plural, wait_for_runs
 
-        wait_for_runs(document, run_number)  # run N of a large file may lie beyond what is indexed yet
-    if document is not None and document.runs and run_number > len(document.runs):
-        count = len(document.runs)
-        print(f"agentdbg: --run {run_number}: {one_line(args.file)} holds {count} run{'s' if count != 1 else ''}",
-              file=sys.stderr)
+    wait_for_runs(document, run_number)  # run N of a large file may lie beyond what is indexed yet
+    count = len(document.runs)
+    if not count or run_number > count:
         document.close()
-        return 2
-    return DebuggerApp(document, run_index=run_number - 1, error=error or None)
+        if count:
+            return refuse(f"--run {run_number}: {args.file} holds {plural(count, 'run')}")
+        found = len(document.problems)
+        why = f" ({plural(found, 'problem')} reading it: agentdbg show lists them)" if found else ""
+        return refuse(f"{args.file}: no runs in it{why}")
+    return DebuggerApp(document, run_index=run_number - 1)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,4 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(app, int):
         return app
     app.run()
-    return 0
+    code = app.return_code or 0
+    if code:  # the traceback is printed above by the app as it closes
+        print(f"agentdbg: the debugger stopped on an internal error (exit status {code})", file=sys.stderr)
+    return code

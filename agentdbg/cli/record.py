@@ -37,16 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentdbg.files import OpenError, check_regular
     from agentdbg.plans import load_plan, looks_like_plan
     from agentdbg.trace.writer import TraceBusyError, TraceExistsError, TraceWriteError, TraceWriter
 
     plan_path, output = Path(args.plan), Path(args.output)
     if args.force and args.append:
         return render.fail("record", "--force and --append: choose one")
-    if not plan_path.exists():
-        return render.fail("record", f"{plan_path}: no such file")
-    if plan_path.is_dir():
-        return render.fail("record", f"{plan_path}: is a directory, not a plan")
+    try:  # a named pipe or a device is named as such, not called "not a plan"
+        check_regular(plan_path, what="a plan")
+    except OpenError as exc:
+        return render.fail("record", str(exc))
     if not looks_like_plan(plan_path):
         return render.fail("record", f"{plan_path}: not a plan (a TOML file with a [policy] table)")
     if _same_file(output, plan_path):

@@ -76,6 +76,12 @@ def open_input(args: argparse.Namespace) -> Document:
         raise InputError(str(exc)) from None
 
 
+def no_runs(document: Document) -> InputError:
+    """A file with no run (a header and nothing more, or nothing readable): nothing to
+    show, count or check, so every command refuses it alike."""
+    return InputError(f"{document.path}: no runs in it")
+
+
 def wait_for_index(document: Document) -> None:
     waiter = getattr(document, "wait", None)
     if callable(waiter):

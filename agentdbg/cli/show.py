@@ -10,7 +10,7 @@ from rich.text import Text
 
 from agentdbg.cli import render
 from agentdbg.prompt import prompt_at
-from agentdbg.text import one_line, sanitize
+from agentdbg.text import sanitize
 
 PROMPT_STEPS = 200  # a prompt that is the whole transcript: its latest steps only
 
@@ -84,7 +84,7 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
             render.emit(console, render.outcome_text(run, width))
     out.flush()
     if not shown:
-        print(f"agentdbg show: {one_line(document.path)}: no runs", file=render.terminal_stream(sys.stderr))
+        raise render.no_runs(document)
     return 0
 
 

@@ -36,8 +36,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         runs = [run_stats(number, run, full=args.full) for number, run in render.iter_runs(document, args.run, args.max_runs)]
         render.wait_for_index(document)
+        if not runs:
+            raise render.no_runs(document)
     except render.InputError as exc:
-        return render.fail("stats", str(exc))
+        code = render.fail("stats", str(exc))
+        render.print_problems(document.problems, document.path, "stats")
+        return code
     finally:
         document.close()
     result = {"path": document.path, "kind": document.kind, "runs": runs,
@@ -110,8 +114,6 @@ def _print(result: dict[str, Any]) -> None:
         render.emit(console, render.rows_text(_rows(entry), width, number_width=0, label_width=12))
     if len(runs) > 1:
         render.emit(console, _totals(runs).append("\n"))
-    if not runs:
-        console.print(Text(f"{one_line(result['path'])}: no runs", style="dim"))
     sys.stdout.flush()
 
 

@@ -244,7 +244,8 @@ def _spec(cls: type[Event]) -> list[_FieldSpec]:
         if f.name == "step":
             continue
         parts = str(f.type).replace(" ", "").split("|")
-        types = tuple(_JSON_TYPES[p] for p in parts if p in _JSON_TYPES)
+        # list[dict] is checked as a list (what is inside, by the _NESTED checks)
+        types = tuple(_JSON_TYPES[p.split("[")[0]] for p in parts if p.split("[")[0] in _JSON_TYPES)
         required = f.default is MISSING and f.default_factory is MISSING
         specs.append(_FieldSpec(f.name, types, "None" in parts, required))
     return specs

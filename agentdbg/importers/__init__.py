@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+from agentdbg.files import OpenError, unreadable_text
+from agentdbg.files import read_head as read_file_head
 from agentdbg.importers import (
     anthropic_messages,
     claude_code,
@@ -40,6 +42,7 @@ from agentdbg.importers.base import (
     UnknownFormat,
     decode,
     read_head,
+    read_input,
 )
 from agentdbg.importers.found import nothing_read
 from agentdbg.runs import Document, EventRun
@@ -55,7 +58,7 @@ FORMATS: list[ModuleType] = [
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
-           "sniff_all", "get_format", "convert_file", "open_import"]
+           "sniff_all", "get_format", "binary_format", "convert_file", "open_import"]
 
 
 def get_format(name: str) -> ModuleType:
@@ -90,10 +93,19 @@ def detect(path: str | Path) -> str:
     path = Path(path)
     head = _head(path)
     if not head.strip():
-        raise NotImportable(f"{path}: the file is empty")
+        raise NotImportable(f"{path}: is empty")
     # A binary format (OTLP protobuf: 0x0a or a size first; a zip) needs the bytes themselves.
-    binary = head[:1] in ("\n", "\x00") or "\ufffd" in head
-    verdicts = sniff_all(_raw_head(path) if binary else head, str(path))
+    if head[:1] in ("\n", "\x00") or "\x00" in head or "\ufffd" in head:
+        try:
+            raw = read_file_head(path, HEAD_BYTES)
+        except OpenError as exc:
+            raise NotImportable(str(exc)) from None
+        name = binary_format(raw, str(path))
+        if name:
+            return name
+        if unreadable_text(raw):
+            _refuse_binary(path, raw)
+    verdicts = sniff_all(head, str(path))
     for name, ok, _ in verdicts:
         if ok:
             return name
@@ -102,31 +114,49 @@ def detect(path: str | Path) -> str:
                         f"can import. Formats tried:\n{lines}")
 
 
+def binary_format(head: bytes, path: str = "", format: str | None = None) -> str | None:
+    """The binary format (a zip archive) that reads a file beginning with ``head``: the
+    one ``format`` names if it is one, else the first whose sniff accepts the bytes."""
+    if format is not None:
+        module = BY_NAME.get(format)
+        return format if module is not None and getattr(module, "BINARY", False) else None
+    for module in FORMATS:
+        if getattr(module, "BINARY", False):
+            try:
+                accepted, _ = module.sniff(head, path)
+            except Exception:  # a sniff is a guess: a failing one only refuses
+                accepted = False
+            if accepted:
+                return module.NAME
+    return None
+
+
 def _head(path: Path) -> str:
     try:
         return read_head(path, HEAD_BYTES)
-    except OSError as exc:
-        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except OpenError as exc:
+        raise NotImportable(str(exc)) from None
 
 
-def _raw_head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(HEAD_BYTES)
-    except OSError as exc:
-        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+def _refuse_binary(path: Path, head: bytes) -> None:
+    """One line for a binary (or UTF-16) file, instead of every format's refusal."""
+    unreadable = unreadable_text(head)
+    if unreadable:
+        raise NotImportable(f"{path}: is {unreadable}")
 
 
 def convert_file(path: str | Path, format: str | None = None) -> tuple[str, ImportResult]:
     """(format name, what it made of the file)."""
     path = Path(path)
     name = get_format(format).NAME if format else detect(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise NotImportable(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = read_input(path)
     module = BY_NAME[name]
-    text, problems = (data, []) if getattr(module, "BINARY", False) else decode(data, str(path))
+    if getattr(module, "BINARY", False):
+        text, problems = data, []
+    else:
+        if format:
+            _refuse_binary(path, data[:HEAD_BYTES])
+        text, problems = decode(data, str(path))
     try:
         result = module.convert(text, str(path))
     except NotImportable as exc:

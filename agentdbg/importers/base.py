@@ -9,9 +9,13 @@ from typing import Any
 
 from agentdbg.documents import OpenError
 from agentdbg.engine import events as ev
+from agentdbg.files import read_bounded, size_text
+from agentdbg.files import read_head as read_file_head
 from agentdbg.runs import Problem
 
 HEAD_BYTES = 64 * 1024  # what a sniff looks at
+# Saved runs are read whole, so a limit keeps a huge or endless file from exhausting memory.
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
 
 
 class NotImportable(OpenError):
@@ -84,11 +88,21 @@ def decode(data: bytes, path: str) -> tuple[str, list[Problem]]:
         return data.decode("utf-8", errors="replace"), problems
 
 
+def read_input(path: str | Path) -> bytes:
+    """The whole saved run at ``path`` (a regular file of at most MAX_IMPORT_BYTES);
+    NotImportable says why not."""
+    try:
+        return read_bounded(path, MAX_IMPORT_BYTES, "runs saved by other agent stacks are read whole, "
+                                                    f"at most {size_text(MAX_IMPORT_BYTES)}")
+    except OpenError as exc:
+        raise NotImportable(str(exc)) from None
+
+
 def as_source(source: str | bytes | Path, path: str | None = None) -> Source:
     """A converter's input: a Path is read, bytes are decoded, a str is the text itself."""
     if isinstance(source, Path):
         name = path or str(source)
-        text, problems = decode(source.read_bytes(), name)
+        text, problems = decode(read_input(source), name)
         return Source(text, name, problems)
     if isinstance(source, bytes):
         name = path or "<bytes>"
@@ -98,9 +112,9 @@ def as_source(source: str | bytes | Path, path: str | None = None) -> Source:
 
 
 def read_head(path: str | Path, size: int = HEAD_BYTES) -> str:
-    """The first ``size`` bytes as text (a multi-byte character cut at the end is dropped)."""
-    with open(path, "rb") as handle:
-        data = handle.read(size)
+    """The first ``size`` bytes as text (a multi-byte character cut at the end is dropped);
+    OpenError for what is not a regular file."""
+    data = read_file_head(path, size)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return data.decode("utf-8", errors="replace")

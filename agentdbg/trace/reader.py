@@ -28,7 +28,6 @@ import bisect
 import json
 import os
 import re
-import stat
 import threading
 import time
 from array import array
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentdbg.engine import events as ev
+from agentdbg.files import OpenError, open_regular, read_head, size_text, unreadable_text
 from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
@@ -58,6 +58,7 @@ MAX_PROBLEMS = 1000  # then one line says how many more were found
 NOTIFY_INTERVAL = 0.05  # seconds between progress notifications (a screen need not redraw more)
 
 _BOM = b"\xef\xbb\xbf"
+_RUN_START_LINE = b"\n" + fmt.RUN_START_PREFIX
 # Lines that shape the index: each match starts at the newline before the line.
 _STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
 _OVERLAP = 32  # longer than any match: a match cut by a chunk's end is found in the next
@@ -67,43 +68,61 @@ _STEP, _RUN_START, _CHECKPOINT = ord("s"), ord("r"), ord("c")
 
 def sniff(path: str | Path) -> bool:
     """True when ``path`` looks like an agentdbg trace (its first line is the header, or
-    an agentdbg ``run_start`` event). Reads at most the first 64 KiB."""
+    an agentdbg ``run_start`` event). Reads at most the first 64 KiB; a directory, a pipe
+    or a device is never a trace (and never blocks)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False  # a directory, a pipe or a device: never a trace (and never block on it)
-        with open(path, "rb") as handle:
-            head = handle.read(SNIFF_BYTES)
-    except OSError:
+        head = read_head(path, SNIFF_BYTES)
+    except OpenError:
         return False
+    return looks_like_trace(head)
+
+
+def looks_like_trace(head: bytes) -> bool:
+    """True when a file beginning with ``head`` (its first 64 KiB) is an agentdbg trace."""
     return _head_kind(head) is not None
 
 
 def _head_kind(head: bytes) -> str | None:
-    """``"header"``, ``"headerless"`` (events without a header line) or None."""
+    """``"header"``, ``"headerless"`` (events without a header line) or None. A damaged
+    header still makes a trace (the reader reports it): a header whose ``format`` is not
+    text or only begins with agentdbg's, or any first line when agentdbg events follow."""
     if head.startswith(_BOM):
         head = head[len(_BOM):]
     if head.startswith(fmt.HEADER_PREFIX):
         return "header"
     if head.startswith(fmt.RUN_START_PREFIX):
         return "headerless"
-    first = head.split(b"\n", 1)[0].strip()
+    first, newline, rest = head.partition(b"\n")
+    if newline and (rest.startswith(fmt.RUN_START_PREFIX) or _RUN_START_LINE in rest):
+        return "header"
+    first = first.strip()
     if not first.startswith(b"{"):
         return None
     try:
         data = json.loads(first.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
-    if isinstance(data, dict) and data.get("format") == fmt.FORMAT_NAME:
-        return "header"
+    if isinstance(data, dict) and data.get("type") == "header":
+        name = data.get("format")
+        if not isinstance(name, str) or name.startswith(fmt.FORMAT_NAME):
+            return "header"
     return None
 
 
-def _size_text(size: int) -> str:
-    if size >= 1024 * 1024:
-        return f"{size / (1024 * 1024):.1f} MiB"
-    if size >= 1024:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size} bytes"
+_size_text = size_text
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, as JSON names it (for problem messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r:.20})"
+    if isinstance(value, str):
+        return "a string"
+    return "an object" if isinstance(value, dict) else "an array"
 
 
 class ProblemLog:
@@ -268,6 +287,8 @@ class _Source:
         if isinstance(data, dict) and data.get("type") == "header":
             self._check_header(data, line.offset)
             return None
+        if isinstance(data, dict) and data.get("type") == "run_start" and "tools" in data:
+            data = self._declared_tools(data, line.offset)
         try:
             event = ev.event_from_dict(data)
         except ValueError as exc:
@@ -275,10 +296,34 @@ class _Source:
             return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
         return event
 
+    def _declared_tools(self, data: dict, offset: int) -> dict:
+        """A run_start whose ``tools`` is damaged keeps its task and settings: the tool specs
+        that can be read are kept (none when ``tools`` is not a list) and the rest reported."""
+        tools = data["tools"]
+        if not isinstance(tools, list):
+            self.report(offset, f"run_start: 'tools' should be a list of tool specs, got {_json_kind(tools)}; "
+                                "read as no tools declared")
+            return {**data, "tools": []}
+        kept = []
+        for spec in tools:
+            if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+                kept.append(spec if isinstance(spec.get("params", {}), dict) else {**spec, "params": {}})
+        if len(kept) == len(tools) and all(a is b for a, b in zip(kept, tools, strict=True)):
+            return data
+        odd = len(tools) - len(kept)
+        if odd:
+            what = f"{odd} of its {len(tools)} entries are not tool specs with a \"name\"; left out"
+        else:
+            what = "a tool's 'params' is not an object; read as no parameters"
+        self.report(offset, f"run_start: 'tools': {what}")
+        return {**data, "tools": kept}
+
     def _check_header(self, header: dict, offset: int) -> None:
         """A header (the first line, or one inside a file made by concatenating traces)."""
         if header.get("format") != fmt.FORMAT_NAME:
-            self.report(offset, f"header names format {header.get('format')!r}, not {fmt.FORMAT_NAME!r}; read as an agentdbg trace")
+            named = repr(header.get("format"))
+            named = named if len(named) <= 80 else named[:79] + "…"
+            self.report(offset, f"header names format {named}, not {fmt.FORMAT_NAME!r}; read as an agentdbg trace")
         version = header.get("version")
         if not isinstance(version, int) or isinstance(version, bool) or version < 1:
             self.report(offset, f"header has no valid format version ({version!r}); read as version {fmt.FORMAT_VERSION}")
@@ -910,20 +955,13 @@ class TraceDocument(Document):
 
 
 def _open_error(message: str) -> Exception:
-    from agentdbg.documents import OpenError
-
     return OpenError(message)
 
 
 def _describe_unreadable(head: bytes) -> str:
-    sample = head[:8192]
-    if b"\0" in sample:
-        return "binary data, not an agentdbg trace (no header line)"
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(sample) - 4:
-            return "binary data, not an agentdbg trace (no header line)"
+    unreadable = unreadable_text(head)
+    if unreadable:
+        return f"is {unreadable}, not an agentdbg trace"
     return ('not an agentdbg trace: line 1 should be the header '
             '{"type":"header","format":"agentdbg-trace","version":1}')
 
@@ -932,20 +970,8 @@ def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, backgr
     """Open a trace file. Returns at once, with the first screen's worth indexed; the rest
     is indexed by a background thread (``background=False``: before returning)."""
     name = str(path)
+    fd, info = open_regular(path, what="a trace file")  # a named pipe or a device is refused, never read
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a named pipe must not block
-    except FileNotFoundError:
-        raise _open_error(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise _open_error(f"{name}: is a directory, not a trace file") from None
-    except OSError as exc:
-        raise _open_error(f"{name}: cannot read: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise _open_error(f"{name}: is a directory, not a trace file")
-        if not stat.S_ISREG(info.st_mode):
-            raise _open_error(f"{name}: not a regular file")
         if info.st_size == 0:
             raise _open_error(f"{name}: empty file, not an agentdbg trace")
         head = os.pread(fd, SNIFF_BYTES, 0)
@@ -998,8 +1024,11 @@ def _read_header(source: _Source, head: bytes, kind: str) -> int:
         source.problems.add(1, "the header line is not valid JSON; read as format version "
                                f"{fmt.FORMAT_VERSION}")
     else:
-        if isinstance(header, dict):
+        if isinstance(header, dict) and header.get("type") == "header":
             source._check_header(header, offset)
+        else:
+            source.problems.add(1, "line 1 is not the header line (the events that follow are agentdbg's); "
+                                   f"read as format version {fmt.FORMAT_VERSION}")
     return newline + 1
 
 

@@ -16,8 +16,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fuzz import classify, corpus, runner
+from fuzz import classify, corpus, import_cases, runner
 
+from agentdbg import importers
 from agentdbg.engine import events as ev
 
 if sys.platform != "linux":
@@ -142,6 +143,34 @@ def test_importer_formats_are_mutated_field_by_field(cases, shape):
     assert any(case.id.startswith(f"{shape}=") for case in cases), shape
 
 
+@pytest.mark.parametrize("shape", [
+    "import-field/codex-rollout/payload.arguments(string)",
+    "import-field/claude-code/message.content[type=tool_use].input(dict)",
+    "import-field/otlp-protobuf/resourceSpans[].scopeSpans[].spans[].name(string)",
+    "import-field/inspect-ai/samples:messages[role=assistant].tool_calls[].arguments.code(string)",
+    "import-field/otel-sdk/attributes.gen_ai.input.messages(string)",
+])
+def test_the_newer_formats_are_mutated_field_by_field(cases, shape):
+    assert any(case.id.startswith(f"{shape}=") for case in cases), shape
+
+
+@pytest.mark.parametrize("format_name", sorted(importers.BY_NAME))
+def test_every_importer_format_gets_hostile_text_and_damaged_files(cases, format_name):
+    """A format added to agentdbg.importers without fixtures to mutate fails here."""
+    assert import_cases.fixtures(format_name), f"no fixtures in tests/fixtures/import/{format_name}/"
+    ids = [case.id for case in cases]
+    mine = [case_id for case_id in ids if case_id.startswith((f"import-field/{format_name}/",
+                                                               f"import-text/{format_name}/"))]
+    assert any(case_id.endswith("=hostile") for case_id in mine), f"{format_name}: no hostile text"
+    assert any(case_id.endswith("=nul") for case_id in mine), f"{format_name}: no NUL"
+    assert any(case_id.endswith("=dropped") for case_id in mine), f"{format_name}: nothing dropped"
+    damaged = [case_id for case_id in ids if case_id.startswith("damaged/") and f"/{format_name}" in case_id]
+    assert any("/import-truncated/" in case_id for case_id in damaged), f"{format_name}: never truncated"
+    assert any("/import-encoding/" in case_id or f"/{format_name}/" in case_id.replace("-zip/", "/")
+               for case_id in damaged if "/import-truncated/" not in case_id), f"{format_name}: no other damage"
+    assert f"fixture/import/{format_name}/" in " ".join(ids)
+
+
 def test_damaged_and_special_files_are_in_the_corpus(cases):
     ids = {case.id for case in cases}
     for expected in ("special/fifo/toml", "special/fifo/jsonl", "special/dev-zero/toml", "special/dev-zero/jsonl",
@@ -152,6 +181,10 @@ def test_damaged_and_special_files_are_in_the_corpus(cases):
                      "sidecar/refused/bad-json", "sidecar/huge-50mb", "sidecar/pattern/nested-plus"):
         assert expected in ids, expected
     assert sum(case_id.startswith("damaged/trace-truncated/") for case_id in ids) > 50
+    for expected in ("damaged/otlp-protobuf/varint-11-bytes", "damaged/otlp-protobuf/nested-3000/detected",
+                     "damaged/inspect-ai-zip/bomb-2gib", "damaged/inspect-ai-zip/members-100001",
+                     "damaged/inspect-ai-zip/cut-before-directory", "damaged/import-50mb/codex-rollout"):
+        assert expected in ids, expected
 
 
 def test_the_sample_is_deterministic_and_draws_from_every_category(cases):

@@ -285,7 +285,7 @@ def _log_shapes() -> set:
     seen: set = set()
     for path in fixtures(INSPECT):
         if path.suffix == ".json":
-            for where, shape, value in walk(json.loads(path.read_bytes()), element_label=element_label):
+            for _, shape, value in walk(json.loads(path.read_bytes()), element_label=element_label):
                 seen.add((shape_key(shape), values.json_type(value)))
     return seen
 

@@ -13,7 +13,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from fuzz import file_cases, import_cases, trace_cases
+from fuzz import binary_cases, file_cases, import_cases, trace_cases
 from fuzz.cases import Case
 
 PLANS = Path(__file__).resolve().parents[2] / "sample_plans"
@@ -44,8 +44,8 @@ def build(base_dir: Path) -> list[Case]:
     if not traces.names:
         raise FileNotFoundError(f"no recorded traces in {base_dir}")
     cases = (trace_cases.field_cases(traces) + trace_cases.event_cases(traces)
-             + import_cases.field_cases() + import_cases.text_cases()
-             + file_cases.damaged_cases(traces) + file_cases.special_cases(traces)
+             + import_cases.field_cases() + import_cases.text_cases() + binary_cases.field_cases()
+             + file_cases.damaged_cases(traces) + binary_cases.damage_cases() + file_cases.special_cases(traces)
              + file_cases.sidecar_cases(traces) + file_cases.fixture_cases(traces))
     seen: set[str] = set()
     duplicates = [case.id for case in cases if case.id in seen or seen.add(case.id)]

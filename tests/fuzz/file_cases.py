@@ -15,7 +15,14 @@ from pathlib import Path
 
 from fuzz import values
 from fuzz.cases import SIDECAR_KEYS, Case, write_bytes, write_lines
-from fuzz.import_cases import FIXTURES, JSON_SUFFIXES, fixtures, formats
+from fuzz.import_cases import (
+    FIXTURES,
+    JSON_SUFFIXES,
+    fixtures,
+    formats,
+    real_fixtures,
+    text_fixture,
+)
 from fuzz.trace_cases import TRACE_NAME, Traces
 
 PLANS = Path(__file__).resolve().parents[2] / "sample_plans"
@@ -162,7 +169,9 @@ def encoding_cases(traces: Traces) -> list[Case]:
     cases = [Case(f"damaged/trace-encoding/{how}", "damaged", how, TRACE_NAME, write_bytes(TRACE_NAME, raw))
              for how, raw in variants.items()]
     for format_name in formats():
-        path = fixtures(format_name)[0]
+        path = text_fixture(format_name)
+        if path is None:
+            continue  # binary only: see binary_cases
         raw = path.read_bytes()
         for how, new in (("utf8-bom", bom + raw), ("utf16-bom", raw.decode("utf-8").encode("utf-16")),
                          ("crlf", raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))):
@@ -247,7 +256,9 @@ def big_line_cases(traces: Traces) -> list[Case]:
                   slow=True)
              for where in ("observation", "task", "header", "garbage-line", "last-line-cut", "only-line")]
     for format_name in formats():
-        path = fixtures(format_name)[0]
+        path = text_fixture(format_name)
+        if path is None:
+            continue  # binary only: see binary_cases
         cases.append(Case(f"damaged/import-50mb/{format_name}", "damaged", "50mb-line", path.name,
                           _big_import(path, format_name), slow=True))
 
@@ -487,6 +498,10 @@ def fixture_cases(traces: Traces) -> list[Case]:
     for format_name in formats():
         for path in fixtures(format_name):
             cases.append(Case(f"fixture/import/{format_name}/{path.name}", "fixture", format_name, path.name,
+                              write_bytes(path.name, path.read_bytes())))
+        for path in real_fixtures(format_name):
+            relative = path.relative_to(FIXTURES).as_posix()
+            cases.append(Case(f"fixture/{relative}", "fixture", format_name, path.name,
                               write_bytes(path.name, path.read_bytes())))
     for path in sorted(PLANS.glob("*.toml")):
         cases.append(Case(f"fixture/plan/{path.stem}", "fixture", "plan", path.name,

@@ -1,7 +1,8 @@
-"""Mutations of the importers' fixtures (tests/fixtures/import): every field of the JSON
-formats by type (SWE-agent trajectories and their info, OpenAI chat messages, Anthropic
-content blocks, OTel attributes), and every kind of line of the text formats (ReAct-paper
-logs, plain transcripts).
+"""Mutations of the importers' fixtures (tests/fixtures/import/FORMAT): every field of
+every JSON document of every format by type (SWE-agent trajectories and their info, OpenAI
+chat messages, Anthropic content blocks, OTel attributes, Codex and Claude Code sessions,
+LangChain run trees...), and every kind of line of the text formats (ReAct-paper logs,
+plain transcripts). The binary formats are in ``binary_cases``.
 
 Each case forces its format (``--format NAME``), so the converter itself reads the
 mutated data; detection is exercised by the damaged and special files.
@@ -14,12 +15,21 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from agentdbg import importers
 from fuzz import values
 from fuzz.cases import Case, copy_json, drop_at, set_at, shape_text, walk
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+REAL = FIXTURES / "real"  # runs saved by the stacks themselves (with their licences)
+NOT_RUNS = ("SOURCE.md", "LICENSE", "LICENSE.md", "NOTICE")
 JSON_SUFFIXES = (".json", ".traj", ".jsonl")
+TEXT_FORMATS = ("react-paper", "transcript")  # mutated line by line
 EXECUTED = "EXECUTED"  # a file the result-dict payloads try to create: they must never run
+
+
+def formats() -> list[str]:
+    """Every format agentdbg imports (each must have fixtures: see the corpus tests)."""
+    return sorted(module.NAME for module in importers.FORMATS)
 
 
 def fixtures(format_name: str) -> list[Path]:
@@ -27,14 +37,30 @@ def fixtures(format_name: str) -> list[Path]:
     directory = FIXTURES / format_name
     if not directory.is_dir():
         return []
-    return sorted(directory.iterdir(), key=lambda path: (-path.stat().st_size, path.name))
+    return sorted((path for path in directory.iterdir() if path.is_file()),
+                  key=lambda path: (-path.stat().st_size, path.name))
 
 
-def formats() -> list[str]:
-    return sorted(path.name for path in FIXTURES.iterdir() if path.is_dir()) if FIXTURES.is_dir() else []
+def text_fixture(format_name: str) -> Path | None:
+    """The format's richest fixture that is text (UTF-8), for damage done to text."""
+    for path in fixtures(format_name):
+        try:
+            path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return path
+    return None
 
 
-def _element_label(item) -> str:
+def real_fixtures(format_name: str) -> list[Path]:
+    """Runs the stack itself saved (tests/fixtures/import/real/FORMAT), by name."""
+    directory = REAL / format_name
+    if not directory.is_dir():
+        return []
+    return sorted(path for path in directory.rglob("*") if path.is_file() and path.name not in NOT_RUNS)
+
+
+def element_label(item) -> str:
     """List items named by what tells them apart: an OTel attribute by its key, a message
     by its role, a content block by its type."""
     if isinstance(item, dict):
@@ -44,7 +70,7 @@ def _element_label(item) -> str:
     return "[]"
 
 
-def _shape_key(shape: tuple) -> tuple:
+def shape_key(shape: tuple) -> tuple:
     """A labelled item itself, and the field that labels it, are one shape for the whole
     list: only the fields inside an item differ by its label."""
     if shape and shape[-1].startswith("[") and "=" in shape[-1]:
@@ -55,22 +81,41 @@ def _shape_key(shape: tuple) -> tuple:
 
 
 def _documents(path: Path):
-    """(line index or None, parsed JSON) for a JSON file, or each line of a JSON Lines file."""
-    data = path.read_bytes()
+    """(where, parsed JSON) for each JSON document of a fixture: the whole file (where is
+    None), each line of a JSON Lines file (its index), or each of several documents one
+    after another (their (start, end) in the text, as a console exporter writes them)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return
     if path.suffix == ".jsonl":
-        for index, line in enumerate(data.splitlines()):
+        for index, line in enumerate(text.split("\n")):
             try:
                 yield index, json.loads(line)
             except ValueError:
                 continue
         return
     try:
-        yield None, json.loads(data)
-    except ValueError:
+        yield None, json.loads(text)
         return
+    except ValueError:
+        pass
+    decoder, found, position = json.JSONDecoder(), [], 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            break
+        try:
+            document, end = decoder.raw_decode(text, position)
+        except ValueError:
+            return  # not JSON documents: a text format
+        found.append(((position, end), document))
+        position = end
+    yield from found
 
 
-def _mutated(path: Path, line: int | None, document, where: tuple, new) -> Callable[[Path], None]:
+def _mutated(path: Path, where_in_file, document, where: tuple, new) -> Callable[[Path], None]:
     """Writes the fixture with one field of one document changed (or the whole document)."""
     def make(directory: Path) -> None:
         mutated = copy_json(document)
@@ -80,14 +125,17 @@ def _mutated(path: Path, line: int | None, document, where: tuple, new) -> Calla
             set_at(mutated, where, new)
         else:
             mutated = new
-        text = values.dumps(mutated).encode()
-        if line is None:
+        text = values.dumps(mutated)
+        if where_in_file is None:
             data = text
+        elif isinstance(where_in_file, tuple):
+            original = path.read_bytes().decode("utf-8")
+            data = original[:where_in_file[0]] + text + original[where_in_file[1]:]
         else:
-            lines = path.read_bytes().splitlines()
-            lines[line] = text
-            data = b"\n".join(lines) + b"\n"
-        (directory / path.name).write_bytes(data)
+            lines = path.read_bytes().decode("utf-8").split("\n")
+            lines[where_in_file] = text
+            data = "\n".join(lines)
+        (directory / path.name).write_bytes(data.encode("utf-8", "surrogatepass"))
     return make
 
 
@@ -96,22 +144,23 @@ def field_cases() -> list[Case]:
     for format_name in formats():
         seen: set = set()
         for path in fixtures(format_name):
-            if path.suffix not in JSON_SUFFIXES:
-                continue
-            for line, document in _documents(path):
-                for where, shape, value in walk(document, element_label=_element_label):
-                    key = _shape_key(shape), values.json_type(value)
+            documents = list(_documents(path))
+            for line, document in documents:
+                for where, shape, value in walk(document, element_label=element_label):
+                    key = shape_key(shape), values.json_type(value)
                     if key in seen:
                         continue
                     seen.add(key)
                     label = f"import-field/{format_name}/{shape_text(key[0])}({key[1]})"
-                    mutations = {**values.replacements(value, strings=values.IMPORT_STRINGS), "dropped": values.DROP}
+                    mutations = {**values.import_replacements(value), "dropped": values.DROP}
                     for mutation, new in mutations.items():
                         kind = "dropped" if new is values.DROP else f"{key[1]}={mutation}"
                         cases.append(Case(f"{label}={mutation}", "import-field", kind, path.name,
                                           _mutated(path, line, document, where, new),
                                           args=("--format", format_name), slow=mutation in values.BIG))
-            whole = None if path.suffix != ".jsonl" else 0
+            if not documents:
+                continue  # a text or binary fixture
+            whole = documents[0][0]
             for how, root in (("nested-100000", values.deep_list(100_000)), ("empty-list", []),
                               ("empty-object", {}), ("string", "text")):
                 cases.append(Case(f"import-field/{format_name}/{path.name}(root)={how}", "import-field",
@@ -197,7 +246,7 @@ def _text_mutations(format_name: str, kind: str, line: str) -> dict[str, str | l
     return out
 
 
-def _executed(directory: Path) -> str:
+def executed(directory: Path) -> str:
     if (directory / EXECUTED).exists():
         return f"the file's text ran as code: {EXECUTED} was created"
     return ""
@@ -222,7 +271,7 @@ def text_cases() -> list[Case]:
                     cases.append(Case(f"import-text/{format_name}/{kind}={how}", "import-text", how, path.name,
                                       _text_with(path.name, lines, index, replacement),
                                       args=("--format", format_name), slow=slow,
-                                      after=_executed if how.startswith("result") else None))
+                                      after=executed if how.startswith("result") else None))
     return cases
 
 

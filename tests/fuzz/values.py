@@ -45,9 +45,14 @@ STRINGS: dict[str, Any] = {
     "combining": "Z" + "\u0301\u0316" * 2_000 + " 界界 🙂",
 }
 
-# For the importers' fields: the strings that reach their parsing, not only the screen
-# (every string of a trace event is tried with all of STRINGS).
-IMPORT_STRINGS = ("osc", "c1", "nul", "bidi", "surrogate", "surrogate-byte", "markup", "huge", "empty")
+# Every kind of hostile text at once (NUL, the raw byte and size apart: they change what a
+# reader does with the rest).
+STRINGS["hostile"] = "".join(STRINGS[name] for name in ("osc", "csi", "dcs", "c1", "c0", "bidi", "zero-width",
+                                                         "surrogate", "markup", "combining"))
+
+# For the importers' fields (thousands of them): the hostile text at once, and the values
+# that change what a reader does; every string of a trace event is tried with all of STRINGS.
+IMPORT_STRINGS = ("hostile", "nul", "surrogate-byte", "huge", "empty")
 
 # A field of one type given a value of another.
 NOT_STRINGS: dict[str, Any] = {"int": -1, "null": None, "bool": True, "list": ["x"], "dict": {"k": "v"}}
@@ -101,27 +106,53 @@ DICTS: dict[str, Any] = {
 }
 
 
+# The same for the importers' fields, fewer: what a reader of each field may trip on.
+IMPORT_NOT_STRINGS = ("int", "null", "dict")
+IMPORT_NUMBERS = ("negative", "huge", "digits-5000", "nan", "float", "numeric-string", "null", "osc-string")
+IMPORT_BOOLS = ("zero", "string", "null", "osc-string")
+IMPORT_NULLS = ("osc-string", "int", "list", "dict")
+# (Nesting too deep for the JSON parser fails the same wherever it is: each fixture's whole
+# document is replaced by one instead.)
+IMPORT_LISTS = ("empty", "string", "null", "nested-500", "items-100000", "mixed")
+IMPORT_DICTS = ("empty", "list", "null", "nested-500", "hostile-key", "keys-100000")
+
 # Replacements big enough to need a longer time limit.
 BIG = frozenset({"huge", "many-lines", "huge-string", "items-100000", "keys-100000", "nested-100000"})
 
 DROP = object()  # not a value: the field is removed
 
 
-def replacements(value: Any, *, strings: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """The hostile replacements for a field that holds ``value``, by its JSON type
-    (``strings``: which of STRINGS for a string, all by default)."""
+def replacements(value: Any) -> dict[str, Any]:
+    """The hostile replacements for a field that holds ``value``, by its JSON type."""
     if isinstance(value, bool):
         return BOOLS
     if isinstance(value, (int, float)):
         return NUMBERS
     if isinstance(value, str):
-        chosen = STRINGS if strings is None else {name: STRINGS[name] for name in strings}
-        return {**chosen, **NOT_STRINGS}
+        return {name: text for name, text in STRINGS.items() if name != "hostile"} | NOT_STRINGS
     if isinstance(value, list):
         return LISTS
     if isinstance(value, dict):
         return DICTS
     return NULLS
+
+
+def import_replacements(value: Any) -> dict[str, Any]:
+    """The fewer replacements for a field of an importer format (IMPORT_*), by its JSON type."""
+    def pick(table: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+        return {name: table[name] for name in names}
+
+    if isinstance(value, bool):
+        return pick(BOOLS, IMPORT_BOOLS)
+    if isinstance(value, (int, float)):
+        return pick(NUMBERS, IMPORT_NUMBERS)
+    if isinstance(value, str):
+        return pick(STRINGS, IMPORT_STRINGS) | pick(NOT_STRINGS, IMPORT_NOT_STRINGS)
+    if isinstance(value, list):
+        return pick(LISTS, IMPORT_LISTS)
+    if isinstance(value, dict):
+        return pick(DICTS, IMPORT_DICTS)
+    return pick(NULLS, IMPORT_NULLS)
 
 
 def json_type(value: Any) -> str:

@@ -178,6 +178,9 @@ _TRANSCRIPT_LINE = re.compile(
     r"^(?P<label>[ \t]*(?:Question|Thought|Action Input|Action|Observation|Final Answer|Answer)[ \t]*:[ \t]?)"
     r"(?P<content>.*)$")
 _CALL = re.compile(r"^(?P<name>\w+)\[(?P<arg>.*)\]$")
+# Any other text format: a line labelled "Word 3:" or "Two words:", or a "> command" line.
+_GENERIC_LINE = re.compile(r"^(?P<label>[ \t]*(?:>[ \t]*|[A-Za-z][A-Za-z _]{0,30}?[ \t]*(?P<number>\d*)[ \t]*:[ \t]?))"
+                           r"(?P<content>.*)$")
 
 
 def _line_kind(format_name: str, line: str) -> str:
@@ -197,17 +200,27 @@ def _line_kind(format_name: str, line: str) -> str:
             call = "-call" if _CALL.match(match["content"].strip()) else ""
             return f"{word.lower()}{numbered}{call}"
         return "other"
-    match = _TRANSCRIPT_LINE.match(line)
+    if format_name == "transcript":
+        match = _TRANSCRIPT_LINE.match(line)
+        if match:
+            call = "-call" if _CALL.match(match["content"].strip()) else ""
+            return match["label"].strip().rstrip(":").strip().lower().replace(" ", "-") + call
+        return "other"
+    match = _GENERIC_LINE.match(line)
     if match:
+        word = re.sub(r"[^a-z]+", "-", match["label"].lower()).strip("-") or "command"
+        numbered = "-numbered" if match["number"] else ""
         call = "-call" if _CALL.match(match["content"].strip()) else ""
-        return match["label"].strip().rstrip(":").strip().lower().replace(" ", "-") + call
-    return "other"
+        return f"{word}{numbered}{call}"
+    if not re.search(r"[A-Za-z0-9]", line):
+        return "separator"
+    return "number" if re.fullmatch(r"[\d\s.,:/%-]+", line) else "other"
 
 
 def _text_mutations(format_name: str, kind: str, line: str) -> dict[str, str | list[str] | Callable[[], str]]:
     """Replacement lines (or none: dropped) for one line of a text format; a big one is
     made only when its case is built."""
-    pattern = _REACT_LINE if format_name == "react-paper" else _TRANSCRIPT_LINE
+    pattern = {"react-paper": _REACT_LINE, "transcript": _TRANSCRIPT_LINE}.get(format_name, _GENERIC_LINE)
     match = pattern.match(line)
     label, content = (match["label"], match["content"]) if match else ("", line)
     out: dict[str, str | list[str]] = {f"content={name}": label + text for name, text in values.STRINGS.items()}
@@ -252,14 +265,27 @@ def executed(directory: Path) -> str:
     return ""
 
 
+def _text_fixtures(format_name: str) -> list[tuple[Path, str]]:
+    """The format's fixtures that are text but not JSON documents, with their text."""
+    out = []
+    for path in fixtures(format_name):
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # binary
+        if not any(True for _ in _documents(path)):
+            out.append((path, text))
+    return out
+
+
 def text_cases() -> list[Case]:
+    """Each kind of line of every text fixture (ReAct-paper logs, transcripts, and any other
+    format's text), first where it occurs, replaced, dropped, repeated, renumbered..."""
     cases: list[Case] = []
-    for format_name in ("react-paper", "transcript"):
+    for format_name in formats():
         seen: set = set()
-        for path in fixtures(format_name):
-            if path.suffix in JSON_SUFFIXES:
-                continue
-            lines = path.read_text(encoding="utf-8").split("\n")
+        for path, text in _text_fixtures(format_name):
+            lines = text.split("\n")
             for index, line in enumerate(lines):
                 kind = _line_kind(format_name, line)
                 if not kind or kind in seen:

@@ -315,3 +315,15 @@ def test_a_traceback_is_summed_up_by_its_exception_and_agentdbg_frame():
     [finding] = classify.classify("agentdbg show", exit_code=1, signal_number=None, timed_out=False, timeout=3,
                                   cpu_seconds=0.1, stdout=b"", stderr=stderr.encode())
     assert finding.kind == "traceback" and "RecursionError" in finding.detail
+
+
+def test_the_debugger_may_refuse_a_file_with_one_message_only():
+    def refused(stderr: str) -> list:
+        return classify.tui_exit("agentdbg FILE (debugger)", 2, stderr.encode())
+
+    assert refused("agentdbg: run.jsonl: is a named pipe\n") == []
+    assert refused("agentdbg: notes.json: not a run format. Formats tried:\n  transcript: no\n  swe-agent: no\n") == []
+    assert [f.kind for f in refused("agentdbg: one\nagentdbg: two\n")] == ["other"]
+    assert [f.kind for f in refused("  indented first\nagentdbg: then\n")] == ["other"]
+    assert [f.kind for f in refused("")] == ["other"]
+    assert classify.tui_exit("agentdbg FILE (debugger)", 0, b"anything\nat all\n") == []

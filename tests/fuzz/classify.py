@@ -8,7 +8,7 @@
   text, in what a command printed into a pipe: ESC, other C0 controls but tab and newline,
   C1 controls, bidirectional controls, zero-width characters, lone surrogates or bytes
   that are not UTF-8 (DEL is left out: terminals ignore it, and JSON may carry it raw);
-- other: a condition of the debugger's run (exit 2 with more than one line, a file that
+- other: a condition of the debugger's run (exit 2 with more than one message, a file that
   must not change, did).
 """
 
@@ -139,10 +139,13 @@ def classify(command: str, *, exit_code: int | None, signal_number: int | None, 
 
 
 def tui_exit(command: str, exit_code: int | None, stderr: bytes) -> list[Finding]:
-    """The debugger starts (exit 0 after quitting), or refuses with exit 2 and one line."""
+    """The debugger starts (exit 0 after quitting), or refuses with exit 2 and one message:
+    one line, which may be followed by indented lines that explain it (the formats tried)."""
     if exit_code != 2:
         return []
     lines = [line for line in decode(stderr).splitlines() if line.strip()]
-    if len(lines) == 1:
+    messages = [line for line in lines if not line[:1].isspace()]
+    if len(messages) == 1 and lines[0] is messages[0]:
         return []
-    return [Finding("other", command, f"exit 2 with {len(lines)} lines on stderr", "other|tui-exit-2-lines")]
+    return [Finding("other", command, f"exit 2 with {len(messages)} unindented lines of {len(lines)} on stderr",
+                    "other|tui-exit-2-lines")]

@@ -13,6 +13,9 @@ from agentdbg.documents import OpenError, open_document
 
 EXPECTED_FORMAT = {
     "react-paper": "react-paper",
+    "reflexion": "reflexion",
+    "webshop": "webshop",
+    "alfworld": "alfworld",
     "transcript": "transcript",
     "swe-agent": "swe-agent",
     "openai-chat": "openai-chat",

@@ -80,6 +80,12 @@ def test_a_result_beside_its_prompt_is_not_read_as_a_conversation():
      "no message had a type of user, gemini, info, warning or error"),
     ("vercel-ai-sdk", '{"messages": [{"role": "user", "content": "q"}]}',
      "no result (an object with steps, a finishReason or tool calls) in it"),
+    ("reflexion", "BEGIN TRIAL 1\nTrial summary: Correct: 0\n------------- BEGIN CORRECT AGENTS -------------\n",
+     "no agent (a Question: and its Thought / Action / Observation lines) in it"),
+    ("webshop", "3 0.5 0.3333333333333333 0.0\n-------------\n",
+     "no 'Action:' lines (reset, search[...], click[...], think[...]) in it"),
+    ("alfworld", '{"react_put_0": "You are in the middle of a room."}',
+     "no episode ('Your task is to:' and '> command' lines) in it"),
 ])
 def test_each_format_says_what_it_did_not_find(name, text, why, tmp_path):
     path = tmp_path / "input.json"

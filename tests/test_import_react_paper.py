@@ -132,6 +132,10 @@ def test_sniff_accepts_numbered_steps_and_prompt_files_only():
     ok, why = react_paper.sniff("Question: x\nThought: y\nAction: calc[1]\n")
     assert not ok and "numbered" in why
     assert not react_paper.sniff('{"messages": []}')[0]
+    # A chat log that quotes a ReAct prompt in a message is the chat's, not a prompt file.
+    quoting = ('{"messages": [{"role": "user", "content": "Question: x\\nThought 1: y\\nAction 1: Search[z]"},'
+               ' {"role": "assistant", "content": "Thought 1: y"}]}')
+    assert not react_paper.sniff(quoting)[0]
 
 
 def test_convert_takes_text_and_a_path_for_problems():
@@ -140,3 +144,58 @@ def test_convert_takes_text_and_a_path_for_problems():
     assert result.problems[0].path == "pasted" and result.problems[0].line == 4
     events = result.runs[0]
     assert isinstance(events[0], ev.RunStart) and isinstance(events[-1], ev.RunEnd)
+
+
+def test_the_harness_retry_is_a_note_on_the_step_it_retried_not_a_step():
+    name, result, runs = convert(fixture("react-paper", "retries.log"))
+    assert name == "react-paper"
+    assert [r.info.name for r in runs] == ["question 12", "question 40", "question 77", "question 81"]
+    # Each printed step once, as the result dicts count them: the retries are not steps.
+    assert [r.step_count for r in runs] == [2, 2, 2, 2]
+    assert result.problems == []
+    first = runs[0]
+    # The observation before a retry ends where the retry begins.
+    assert first.records[0].observation.endswith("four active volcanoes in Italy.")
+    retried = first.records[1]
+    assert retried.thought == "The observation says it is one of the active volcanoes, so the claim is supported."
+    assert retried.answer == "SUPPORTS"
+    [note] = [r for r in retried.raw if r.source == "react-paper retry"]
+    assert note.data == "  The observation says it is one of the active volcanoes, so the claim is supported.\nAction 2"[1:]
+    assert note.note.startswith("line 6: the harness found no 'Action N: ' line")
+    # An 'Action 2:' line inside the model's output is part of the retry, not a step.
+    gave_up = runs[1].records[1]
+    assert gave_up.thought == "I give up." and gave_up.answer == "REFUTES"
+    assert [r.data for r in gave_up.raw if r.source == "react-paper retry"] == [" I give up.\n\nAction 2:\n\nFinish[REFUTES]"]
+    # An output that starts on the next line.
+    later = runs[2].records[1]
+    assert [r.data for r in later.raw if r.source == "react-paper retry"] == ["\n It erupted in AD 79, so the claim is supported."]
+    assert result.raw_count == 3 * 2 + 3 + 2  # results and tallies, the retries
+
+
+def test_a_retry_whose_step_does_not_repeat_its_first_line_ends_at_the_next_thought():
+    _, _, runs = convert(fixture("react-paper", "retries.log"))
+    last = runs[3]
+    assert last.records[0].observation == "Could not find [Stromboli eruptions]. Similar: ['Stromboli']."
+    step = last.records[1]
+    assert step.thought == "I should search Stromboli instead." and step.call == "Search[Stromboli]"
+    retries = [r for r in step.raw if r.source == "react-paper retry"]
+    assert [r.data for r in retries] == [" Let me look at Stromboli.\nSearch[Stromboli]",
+                                         " It has been erupting for 2,000 years"]
+    # The second one, cut off by the end of the log, is kept on the last step.
+    assert retries[1].note.startswith("line 66:")
+    assert step.observation == "Stromboli has been in almost continuous eruption for the past 2,000 years."
+
+
+def test_framing_lines_of_other_logs_end_an_episode_and_are_kept():
+    text = ("Question: q\nThought 1: t\nAction 1: Search[x]\nObservation 1: seen\n"
+            "------------- BEGIN INCORRECT AGENTS -----------\n#####\n"
+            "Question: r\nThought 1: u\nAction 1: Finish[y]\nObservation 1: done\n")
+    result = react_paper.convert(text, "framed")
+    first, second = result.runs
+    assert [e.text for e in first if isinstance(e, ev.Observation)] == ["seen"]
+    raw = [e for e in second if isinstance(e, ev.RawRecord)]
+    assert [r.data for r in raw] == ["------------- BEGIN INCORRECT AGENTS -----------", "#####"]
+    assert raw[0].note.startswith("line 5, between episodes:")
+    assert react_paper.sniff("BEGIN TRIAL 1\n" + text) == (
+        False, "Reflexion's trial sections (BEGIN TRIAL n, BEGIN CORRECT AGENTS): the reflexion format")
+

@@ -110,6 +110,19 @@ LINES = st.lists(st.sampled_from([
     "Question: q", "Claim: c", "Thought: t", "Action: a[b]", "Action: x: y", "Action Input: {", "Observation: o",
     "Final Answer: f", "Answer: a", "Thought 1: t", "Action 1: Search[x]", "Action 2: ", "Finish[x]",
     "Observation 1: Invalid action: x", "{'steps': 2, 'answer': 'b'}", "-----------", "", "junk"]), max_size=12)
+# The papers' harnesses' dialects: retries, trial sections, WebShop pages, ALFWorld commands.
+DIALECT_LINES = st.lists(st.sampled_from([
+    "ohh...", "ohh... t", "Thought 1: t", "Thought 2: t", "Action 1: Search[x]", "Action 2:", "Observation 1: o",
+    "Question: q", "Question: q?You have attempted to answer following question before and failed.",
+    "Reflections:", "- r", "Correct answer: a", "Context: c", "(END PREVIOUS TRIAL)", "BEGIN TRIAL 1",
+    "Trial summary: Correct: 1", "#####", "------------- BEGIN CORRECT AGENTS -------------",
+    "------------- BEGIN HALTED AGENTS --------------", "Action: reset", "Observation: ", "Webshop", "Instruction:",
+    "Action: search[x]", "Action: click[Buy Now]", "Action: think[t", "Action: x", "Observation: Invalid action!",
+    "Observation: Your score (min 0.0, max 1.0): 1.0", "Observation: Your score (min 0.0, max 1.0): 1e999",
+    "1 0.5 0.5 0.0", "0.5 0.5 0.0", "-----------------", "3", "STATUS: FAIL", "STATUS: OK", "Next plan: p",
+    "New plan: p", "Environment #1:", "Environment #2: Success", "Here is the task:",
+    "Your memory for the task below:", "Trial 0:", "Your task is to: t", "> go to x 1", "> think: t", "> ",
+    "Nothing happens.", "OK.", "", "junk"]), max_size=16)
 
 ROLLOUT_LINE = st.fixed_dictionaries({
     "timestamp": LEAF, "type": st.sampled_from(["session_meta", "turn_context", "response_item", "event_msg", "x"]),
@@ -273,6 +286,18 @@ def test_gemini_and_vercel_near_their_shape(value):
 @given(LINES)
 def test_text(lines):
     _every_importer_copes_with("\n".join(lines))
+
+
+@SETTINGS
+@given(DIALECT_LINES)
+def test_the_harnesses_text_dialects(lines):
+    _every_importer_copes_with("\n".join(lines))
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.dictionaries(st.text(max_size=4), st.one_of(LEAF, DIALECT_LINES.map("\n".join)), max_size=3))
+def test_prompt_files_of_the_text_dialects(prompts):
+    _every_importer_copes_with(json.dumps(prompts))
 
 
 BAD_USAGE = [

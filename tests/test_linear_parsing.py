@@ -12,7 +12,7 @@ import pytest
 from agentdbg.engine import events as ev
 from agentdbg.engine.memory_summary import turn_gist
 from agentdbg.engine.parsers import Action, parse_numbered_action
-from agentdbg.importers import react_paper, swe_agent, transcript
+from agentdbg.importers import alfworld, react_paper, reflexion, swe_agent, transcript, webshop
 from agentdbg.plans import looks_like_plan
 
 SPACES = " " * 300_000
@@ -59,6 +59,33 @@ def test_react_paper_transcripts_with_long_lines_and_many_continuation_lines():
     assert first.startswith("start\nmore\nmore") and first.count("more") == LINES
     assert first.endswith("more\n{" + "'steps'" * 50_000)
     assert result.runs[0][-1].answer == "a"
+
+
+def test_react_paper_retries_many_and_long():
+    # Each retry note looks ahead for its step: never past the next one, nor again after it.
+    text = ("Question: q\nThought 1: t\nAction 1: Search[x]\nObservation 1: o\n" + "ohh... x\n" * 20_000
+            + "ohh... y\n" + "more\n" * LINES + "Thought 2: y\nAction 2: Finish[a]\n")
+    result = react_paper.convert(text)
+    retries = [e for e in result.runs[0] if isinstance(e, ev.RawRecord) and e.source == "react-paper retry"]
+    assert len(retries) == 20_001
+    assert retries[-1].data == "y" + "\nmore" * LINES
+    assert result.runs[0][-1].answer == "a"
+
+
+def test_harness_framing_lines_with_long_runs_of_spaces_and_digits():
+    # A run of spaces between two optional parts, a run of digits read two ways: each once.
+    section = "--- BEGIN HALTED AGENTS" + SPACES + "x"
+    result = reflexion.convert("BEGIN TRIAL 1\n" + section + "\nQuestion: q\nThought 1: t\nAction 1: Finish[a]\n")
+    assert [e.task for run in result.runs for e in run if isinstance(e, ev.RunStart)] == ["q"]
+    result = react_paper.convert("Question: q\nThought 1: t\nAction 1: Search[x]\nObservation 1: o\n" + section)
+    [first] = observations(result)
+    assert first == "o\n" + section
+    digits = "9" * 300_000
+    result = webshop.convert("Action: search[x]\nObservation: o\n\n1 " + digits + " 0.5 x\n" + digits + " 1 y\n"
+                             "Action: click[Buy Now]\nObservation: Your score (min 0.0, max 1.0): " + digits + "x\n")
+    assert observations(result)[0] == "o\n\n1 " + digits + " 0.5 x\n" + digits + " 1 y"
+    result = alfworld.convert("Your task is to: t\n> go to" + SPACES + "x\n" + "Nothing happens.\n" * LINES)
+    assert observations(result) == ["Nothing happens." + "\nNothing happens." * (LINES - 1)]
 
 
 def test_plain_transcripts_with_many_continuation_lines():

@@ -16,6 +16,7 @@ from types import ModuleType
 from agentdbg.files import OpenError, unreadable_text
 from agentdbg.files import read_head as read_file_head
 from agentdbg.importers import (
+    alfworld,
     anthropic_messages,
     claude_code,
     codex_rollout,
@@ -30,10 +31,12 @@ from agentdbg.importers import (
     otel_sdk,
     otlp_proto,
     react_paper,
+    reflexion,
     swe_agent,
     tau_bench,
     transcript,
     vercel_ai,
+    webshop,
 )
 from agentdbg.importers.base import (
     HEAD_BYTES,
@@ -49,7 +52,7 @@ from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [
     inspect_ai, otlp_proto,  # binary formats first (inspect-ai: zipped .eval logs, and its .json logs)
-    react_paper, transcript, swe_agent,
+    reflexion, react_paper, webshop, alfworld, transcript, swe_agent,
     openhands, tau_bench, mini_swe_agent,
     codex_rollout, claude_code, gemini_cli, vercel_ai,  # JSON with wrapper keys of their own,
     openai_responses, langchain, otel_sdk,              # before the chat formats

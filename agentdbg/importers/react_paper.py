@@ -13,6 +13,12 @@ Each episode is a run. The paper's harness allows 7 steps: a run-log episode has
 and an empty answer: the harness sent a last ``finish[]`` it did not print) ends
 ``budget exhausted`` after its printed steps. An ``Invalid action`` observation makes
 its step a parse error. The result dict and the tally are kept as raw records.
+
+When the model's output has no ``Action N:`` line, the harness prints ``ohh...`` and that
+output, keeps its first line as the thought, asks for the action alone, then prints the
+step as usual: the output is a retry note (a raw record) on that step, not a step. Lines
+that frame episodes in other harnesses' logs (``#####``, ``BEGIN TRIAL n``, ``BEGIN
+CORRECT AGENTS``) end the episode before them and are kept as raw records.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +40,12 @@ from agentdbg.importers.base import (
     tool_spec,
 )
 from agentdbg.importers.builder import RunBuilder
-from agentdbg.importers.sniffing import looks_like_json, numbered_steps
+from agentdbg.importers.sniffing import (
+    looks_like_json,
+    numbered_steps,
+    prompt_strings,
+    reflexion_log,
+)
 
 NAME = "react-paper"
 DESCRIPTION = "ReAct paper transcripts: Question/Claim, numbered Thought/Action/Observation, Finish[...]"
@@ -47,6 +59,9 @@ TOOLS = [
 ]
 
 _SEPARATOR = re.compile(r"^-{5,}[ \t]*$")
+# Reflexion's framing lines: never part of an observation (see reflexion.py).
+_FRAME = re.compile(r"^(?:#{5,}|BEGIN TRIAL \d+|Trial summary:.*|-{3,}[ \t]*BEGIN [A-Z ]+ AGENTS(?:[ \t]*-+)?)[ \t]*$")
+_RETRY = "ohh..."  # the harness's note when the model's output had no 'Action N: ' line
 _HEADER = re.compile(r"^[ \t]*(?:(\d+)[ \t]+)?(Question|Claim)[ \t]*:[ \t]?(.*)$")
 # A run of spaces is read once: "[ \t]*(\d*)[ \t]*" would try every split of it (quadratic).
 _FIELD = re.compile(r"^[ \t]*(Thought|Action|Observation|Answer)[ \t]*(?:(\d+)[ \t]*)?:[ \t]?(.*)$")
@@ -64,9 +79,11 @@ _JSON_STEP = re.compile(r"\\n[ \t]*(?:(?:Thought|Action)[ \t]*\d+|Answer)[ \t]*:
 
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if looks_like_json(head):
-        if head.lstrip()[0] == "{" and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
+        if prompt_strings(head) and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
             return True, "prompt strings holding Question/Claim episodes"
         return False, "JSON without ReAct prompt strings"
+    if reflexion_log(head):
+        return False, "Reflexion's trial sections (BEGIN TRIAL n, BEGIN CORRECT AGENTS): the reflexion format"
     if re.search(r"^[ \t]*Action[ \t]*\d+[ \t]*:", head, re.M) and numbered_steps(head) >= 2:
         return True, "numbered Thought/Action/Observation lines"
     return False, "no numbered 'Action N:' lines"
@@ -79,6 +96,7 @@ class _Field:
     text: str
     line: int
     more: list[str] = field(default_factory=list)  # continuation lines, joined once at the end
+    retries: list[tuple[int, str]] = field(default_factory=list)  # (line, model output) retried before it
 
 
 @dataclass
@@ -92,6 +110,7 @@ class _Episode:
     after: list[tuple[int, str]] = field(default_factory=list)  # lines after the result
     preamble: list[tuple[int, str]] = field(default_factory=list)
     more_task: list[str] = field(default_factory=list)  # the task's continuation lines
+    retries: list[tuple[int, str]] = field(default_factory=list)  # retry notes not yet followed by a step
 
     def join_lines(self) -> None:
         """Add the continuation lines to their texts: once, as adding each line to a
@@ -130,6 +149,12 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
 
 
 def _episodes(text: str, src: Source) -> list[_Episode]:
+    lines = text.split("\n")
+    return read_episodes(lines, range(1, len(lines) + 1), src)
+
+
+def read_episodes(lines: Sequence[str], numbers: Sequence[int], src: Source) -> list[_Episode]:
+    """The episodes in ``lines``; ``numbers[i]`` is the line number of ``lines[i]`` in the file."""
     episodes: list[_Episode] = []
     current = _Episode()
     preamble: list[tuple[int, str]] = []
@@ -143,10 +168,16 @@ def _episodes(text: str, src: Source) -> list[_Episode]:
             preamble.extend(current.after)
         current = _Episode()
 
-    for number, line in enumerate(text.split("\n"), 1):
-        line = line.rstrip("\r")
+    index = 0
+    while index < len(lines):
+        line, number = lines[index].rstrip("\r"), numbers[index]
+        index += 1
         if _SEPARATOR.match(line):
             close()
+            continue
+        if _FRAME.match(line):
+            close()
+            preamble.append((number, line))
             continue
         if current.result is not None:
             if line.strip():
@@ -160,11 +191,21 @@ def _episodes(text: str, src: Source) -> list[_Episode]:
             if preamble:
                 current.preamble, preamble = preamble, []
             continue
+        if _is_retry(line) and not current.empty:
+            end = _retry_end(lines, index - 1)
+            while end > index and not lines[end - 1].strip():  # blank lines after it: the printout's
+                end -= 1
+            output = "\n".join([line[len(_RETRY) + 1:], *(text.rstrip("\r") for text in lines[index:end])])
+            current.retries.append((number, output))
+            index = end
+            continue
         found = _FIELD.match(line)
         if found:
             if current.empty and not current.line:
                 current.line = number
-            current.fields.append(_Field(found.group(1), found.group(2) or "", found.group(3), number))
+            current.fields.append(_Field(found.group(1), found.group(2) or "", found.group(3), number,
+                                         retries=current.retries))
+            current.retries = []
             continue
         if _is_result(line):
             try:
@@ -188,6 +229,46 @@ def _episodes(text: str, src: Source) -> list[_Episode]:
         else:
             src.problem("no Question/Claim episode in the text")
     return episodes
+
+
+def is_question(line: str) -> bool:
+    """A ``Question:`` / ``Claim:`` line: the start of an episode."""
+    return _HEADER.match(line) is not None
+
+
+def is_step_line(line: str) -> bool:
+    """A ``Thought N:`` / ``Action N:`` / ``Observation N:`` / ``Answer:`` line."""
+    return _FIELD.match(line) is not None
+
+
+def _is_retry(line: str) -> bool:
+    return line == _RETRY or line.startswith(_RETRY + " ")
+
+
+def _retry_end(lines: Sequence[str], start: int) -> int:
+    """Where the retry note at ``lines[start]`` ends: at the step the harness printed after
+    it, whose ``Thought N:`` is the first line of the model's output; failing that, at the
+    first ``Thought N:`` before anything that cannot be part of the output."""
+    first = lines[start][len(_RETRY):].strip()
+    expected = first or None
+    fallback = None
+    index = start + 1
+    while index < len(lines):
+        line = lines[index].rstrip("\r")
+        if (_SEPARATOR.match(line) or _FRAME.match(line) or _HEADER.match(line) or _is_result(line)
+                or _is_retry(line)):
+            break
+        found = _FIELD.match(line)
+        if found and found.group(2) and found.group(1) == "Thought":
+            if expected is not None and found.group(3).strip() == expected:
+                return index
+            fallback = index if fallback is None else fallback
+        elif found and found.group(2) and found.group(1) == "Observation":
+            break  # the harness stops the model's output before 'Observation N:'
+        if expected is None and line.strip():
+            expected = line.strip()
+        index += 1
+    return fallback if fallback is not None else index
 
 
 def _group(fields: list[_Field]) -> list[dict[str, _Field]]:
@@ -221,10 +302,10 @@ def _add_episodes(result: ImportResult, src: Source, episodes: list[_Episode], p
         builder = RunBuilder(episode.task.strip(), name=name, source=src.path,
                              policy="recorded: ReAct paper run" if from_log else "ReAct paper example",
                              tools=TOOLS, max_steps=STEP_BUDGET if from_log else None)
+        where = "before the first episode" if count == 1 else "between episodes"
         for number, line in episode.preamble:
-            builder.raw("react-paper text", line, f"line {number}, before the first episode: {preview(line)}")
-        for step in _group(episode.fields):
-            _add_step(builder, step)
+            builder.raw("react-paper text", line, f"line {number}, {where}: {preview(line)}")
+        add_steps(builder, episode)
         ending = _ending(src, episode, builder)
         if episode.result is not None:
             builder.raw("react-paper result", episode.result, _describe_result(episode.result))
@@ -235,6 +316,23 @@ def _add_episodes(result: ImportResult, src: Source, episodes: list[_Episode], p
             builder.raw("react-paper text", line, note)
         result.runs.append(builder.build(**ending))
         result.raw_count += builder.raw_count
+
+
+def add_steps(builder: RunBuilder, episode: _Episode) -> None:
+    """The episode's steps, each with the harness's retry notes just before it."""
+    for step in _group(episode.fields):
+        for item in step.values():
+            for number, output in item.retries:
+                builder.raw("react-paper retry", output, _retry_note(number, output))
+        _add_step(builder, step)
+    for number, output in episode.retries:  # the log stops before the step retried
+        builder.raw("react-paper retry", output, _retry_note(number, output), current=True)
+
+
+def _retry_note(number: int, output: str) -> str:
+    return (f"line {number}: the harness found no 'Action N: ' line in the model's output "
+            f"(it printed 'ohh...' and the output), kept the output's first line as the thought "
+            f"and asked for the action alone; the output: {preview(output)}")
 
 
 def _add_step(builder: RunBuilder, fields: dict[str, _Field]) -> None:
@@ -248,7 +346,7 @@ def _add_step(builder: RunBuilder, fields: dict[str, _Field]) -> None:
         return
     written = fields["Action"].text.rstrip()
     call = _CALL.match(written.strip())
-    refused = observation is not None and observation.startswith("Invalid action")
+    refused = observation is not None and observation[:14].lower() == "invalid action"  # Reflexion: "Invalid Action."
     if call and not refused:
         name, argument = call.groups()
         if name.lower() == "finish":

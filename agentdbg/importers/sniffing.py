@@ -84,3 +84,44 @@ _NUMBERED = re.compile(r"^[ \t]*(?:Thought|Action|Observation)[ \t]*\d+[ \t]*:",
 def numbered_steps(text: str) -> int:
     """How many ``Thought 1:`` / ``Action 1:`` style lines the text has (the ReAct paper's)."""
     return len(_NUMBERED.findall(text))
+
+
+# --- text dialects of the ReAct and Reflexion papers' harnesses --------------------------
+# Each format's sniff and the formats they resemble (react-paper, transcript) use these, so
+# exactly one format accepts a file.
+
+_REFLEXION = re.compile(r"^(?:BEGIN TRIAL \d+|-{3,}[ \t]*BEGIN (?:CORRECT|INCORRECT|HALTED) AGENTS\b)", re.M)
+_WEBSHOP_ACTION = re.compile(r"^Action: (?:reset[ \t]*$|(?:search|click)\[)", re.M)
+_WEBSHOP_PAGE = re.compile(r"^(?:Webshop|Instruction:)[ \t]*$|^Action: reset[ \t]*$"
+                           r"|^Observation: Your score \(min 0\.0, max 1\.0\)", re.M)
+_COMMAND = re.compile(r"^> ", re.M)
+_ALFWORLD_TASK = re.compile(r"^Your task is to: ", re.M)
+
+
+def reflexion_log(head: str) -> bool:
+    """Reflexion's trial log: ``BEGIN TRIAL n`` or ``--- BEGIN CORRECT AGENTS ---`` lines."""
+    return bool(_REFLEXION.search(head))
+
+
+def webshop_transcript(head: str) -> bool:
+    """A WebShop run or example: ``Action: reset`` / ``search[...]`` / ``click[...]`` lines
+    and the shop's first page (``Webshop``, ``Instruction:``) or its score line."""
+    return bool(_WEBSHOP_ACTION.search(head) and _WEBSHOP_PAGE.search(head))
+
+
+def alfworld_text(head: str) -> bool:
+    """An ALFWorld transcript: ``Your task is to: ...`` and ``> command`` lines."""
+    return bool(_ALFWORLD_TASK.search(head)) and len(_COMMAND.findall(head)) >= 2
+
+
+def prompt_strings(head: str) -> bool:
+    """A JSON object whose values are (prompt) strings: no key below the top level, so a
+    chat log that quotes a prompt in its messages is not taken for a prompt file."""
+    found = outline(head)
+    return found.root == "{" and all(len(path) == 1 for path in found.keys) and all(
+        len(path) == 1 for path in found.values)
+
+
+def alfworld_prompts(head: str) -> bool:
+    """A JSON file of ALFWorld prompt strings (``\\n> command`` and ``Your task is to:``)."""
+    return "\\n> " in head and "Your task is to: " in head

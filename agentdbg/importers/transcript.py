@@ -25,7 +25,12 @@ from agentdbg.engine.parsers import (
 )
 from agentdbg.importers.base import ImportResult, as_source, preview
 from agentdbg.importers.builder import RunBuilder
-from agentdbg.importers.sniffing import looks_like_json, numbered_steps
+from agentdbg.importers.sniffing import (
+    looks_like_json,
+    numbered_steps,
+    reflexion_log,
+    webshop_transcript,
+)
 
 NAME = "transcript"
 DESCRIPTION = "plain-text ReAct transcript: Thought / Action / Observation / Final Answer lines"
@@ -40,6 +45,10 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return False, "JSON, not a text transcript"
     if numbered_steps(head):
         return False, "numbered 'Action N:' lines: the ReAct paper's format"
+    if reflexion_log(head):
+        return False, "Reflexion's trial sections (BEGIN TRIAL n, BEGIN CORRECT AGENTS): the reflexion format"
+    if webshop_transcript(head):
+        return False, "WebShop's actions (reset, search[...], click[...]) and pages: the webshop format"
     labels = {m.group(1) for m in (_LABEL.match(line) for line in head.splitlines()) if m}
     if labels & {"Action", "Final Answer", "Answer"} and labels & {"Thought", "Observation", "Question", "Task"}:
         return True, "Thought / Action / Observation lines"

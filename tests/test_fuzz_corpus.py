@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fuzz import classify, corpus, import_cases, runner
+from fuzz import binary_cases, classify, corpus, import_cases, runner
 
 from agentdbg import importers
 from agentdbg.engine import events as ev
@@ -152,6 +152,21 @@ def test_importer_formats_are_mutated_field_by_field(cases, shape):
 ])
 def test_the_newer_formats_are_mutated_field_by_field(cases, shape):
     assert any(case.id.startswith(f"{shape}=") for case in cases), shape
+
+
+def test_the_protobuf_writer_writes_the_runs_of_the_binary_fixtures():
+    """The binary OTLP cases are written from the JSON twins by the corpus's own writer:
+    unmutated, they hold what the fixtures written with the official classes hold."""
+    from agentdbg.importers import otlp_proto
+
+    twins = binary_cases._twins()
+    assert len(twins) >= 5
+    for name, documents in twins:
+        written = binary_cases._stream([binary_cases.encode(document) for document in documents], len(documents) > 1)
+        fixture = (import_cases.FIXTURES / "otlp-protobuf" / name).read_bytes()
+        runs = [[event.to_dict() for event in run] for run in otlp_proto.convert(written, name).runs]
+        assert runs == [[event.to_dict() for event in run] for run in otlp_proto.convert(fixture, name).runs], name
+        assert runs, name
 
 
 @pytest.mark.parametrize("format_name", sorted(importers.BY_NAME))

@@ -342,3 +342,12 @@ def test_the_debugger_may_refuse_a_file_with_one_message_only():
     assert [f.kind for f in refused("  indented first\nagentdbg: then\n")] == ["other"]
     assert [f.kind for f in refused("")] == ["other"]
     assert classify.tui_exit("agentdbg FILE (debugger)", 0, b"anything\nat all\n") == []
+
+
+def test_the_figures_line_counts_cases_runs_and_each_kind_of_failure():
+    report = runner.Report(cases=3, done=3, tried=21)
+    for kind in ("traceback", "hang", "hang", "escape", "escape", "escape"):
+        report.failures.append(runner.Failure("case", "damaged", "truncated",
+                                              classify.Finding(kind, "agentdbg show", "detail", kind)))
+    assert runner.summary(report) == ("3 cases tried / 21 command runs / 1 tracebacks / 2 hangs / "
+                                      "3 escape leaks")

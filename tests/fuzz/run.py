@@ -4,7 +4,8 @@
     .venv/bin/python tests/fuzz/run.py --sample 200 --seed 1   # a deterministic subset
     .venv/bin/python tests/fuzz/run.py --only sidecar/ --all   # matching ids, every failure listed
 
-Prints ``N tried / N tracebacks / N hangs / N escape leaks`` and each distinct failure;
+Prints each distinct failure, then
+``N cases tried / N command runs / N tracebacks / N hangs / N escape leaks``;
 exits 1 when anything failed, 3 when the harness itself could not run a case.
 See docs/hardening.md.
 """
@@ -98,7 +99,7 @@ def _debugger_cases(cases: list, args: argparse.Namespace) -> set[str]:
 
 
 def _progress(report: runner.Report, total: int) -> None:
-    print(f"[{report.seconds:4.0f} s] {report.done}/{total} cases: {runner.summary(report)}", file=sys.stderr)
+    print(f"[{report.seconds:4.0f} s] of {total}: {runner.summary(report)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -197,8 +197,8 @@ def visible(text: str) -> str:
 
 
 def summary(report: Report) -> str:
-    line = (f"{report.tried} tried / {report.count('traceback')} tracebacks / {report.count('hang')} hangs / "
-            f"{report.count('escape')} escape leaks")
+    line = (f"{report.done} cases tried / {report.tried} command runs / {report.count('traceback')} tracebacks / "
+            f"{report.count('hang')} hangs / {report.count('escape')} escape leaks")
     if report.count("other"):
         line += f" / {report.count('other')} other"
     return line

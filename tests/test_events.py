@@ -131,3 +131,8 @@ def test_data_nested_deeper_than_the_stack_allows_is_kept_whole():
         depth += 1
     assert depth == 5_000 and out == {"leaf": [1, "x"]}
     assert ev.jsonable({1: "one", "1": "string one"}) == {"1": "string one"}
+
+
+def test_a_null_verdict_is_a_run_end_without_one():
+    end = ev.event_from_dict({"type": "run_end", "step": 2, "outcome": "answered", "verdict": None})
+    assert end == ev.RunEnd(step=2, outcome="answered")

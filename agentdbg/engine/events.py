@@ -375,7 +375,7 @@ def event_from_dict(data: Any) -> Event:
                     f"{kind} event: field {spec.name!r} should be {wanted}, got {type(value).__name__}"
                 )
             check = _NESTED.get((cls, spec.name))
-            problem = check(value) if check is not None else None
+            problem = check(value) if check is not None and value is not None else None  # null: no verdict
             if problem:
                 raise ValueError(f"{kind} event: field {spec.name!r} {problem}, got {value!r:.60}")
             kwargs[spec.name] = value

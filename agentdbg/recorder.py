@@ -22,12 +22,13 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import Outcome
+from agentdbg.engine.approval import Approver, Decision, approver_from
 from agentdbg.engine.guards import (
     ErrorBudget,
     GuardSet,
@@ -37,8 +38,11 @@ from agentdbg.engine.guards import (
     shown_call,
     unreadable_signature,
 )
+from agentdbg.engine.journal import OperationJournal
+from agentdbg.engine.operations import gated_dispatch
 from agentdbg.engine.parsers import Action
 from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
+from agentdbg.engine.verdicts import judge_answer
 from agentdbg.recorder_inputs import (
     arguments,
     as_text,
@@ -49,9 +53,10 @@ from agentdbg.recorder_inputs import (
     usage_tokens,
 )
 from agentdbg.trace import format as fmt
+from agentdbg.trace.journal import read_journal
 from agentdbg.trace.writer import TraceWriter
 
-__all__ = ["Recorder", "RunEnded", "Step", "record", "usage_tokens"]
+__all__ = ["ApprovalRequired", "Recorder", "RunEnded", "Step", "record", "usage_tokens"]
 
 TOOL_ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout")
 REPEAT_MODES = ("off", "any", "consecutive")
@@ -69,6 +74,11 @@ class RunEnded(BaseException):  # noqa: N818 - a signal, like GeneratorExit, not
         super().__init__(describe_outcome(outcome))
         self.recorder = recorder
         self.outcome = outcome
+
+
+class ApprovalRequired(ValueError):
+    """``rec.call`` was asked to run a dangerous tool, and the recorder has no approver
+    (``record(approve=...)``, or ``rec.approver``): it refuses, before recording the call."""
 
 
 def describe_outcome(outcome: Outcome) -> str:
@@ -95,12 +105,17 @@ class Step:
     observation: str | None = None
     error: ToolError | None = None  # the tool call failed: unknown tool, bad arguments, exception, timeout
     value: Any = None  # what the tool returned, when the recorder ran it
+    decision: Decision | None = None  # how a call to a dangerous tool was decided
+    key: str = ""  # the call's operation key, for a tool with an idempotency_key
+    replayed: dict | None = None  # the observation is that key's recorded result: the tool did not run
     counters: ev.GuardCounters | None = None
     trip: Trip | None = None
     closed: bool = False
     _observed: bool = field(default=False, repr=False)
     _error_observation: bool = field(default=False, repr=False)
     _recorder: Recorder | None = field(default=None, repr=False)
+    _held: list = field(default_factory=list, repr=False)  # approval and operation events before the step opens
+    _note: str = field(default="", repr=False)  # follows the observation (edited arguments)
 
     @property
     def is_error(self) -> bool:
@@ -138,7 +153,8 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
            max_consecutive_errors: int | None = None, token_budget: int | None = None,
            tool_timeout: float | None = None, name: str = "", source: str = "", policy: str = POLICY,
            mode: str = "append", fsync: bool = False, checkpoint_every: int = fmt.CHECKPOINT_EVERY,
-           on_step_written: Callable[[Step], None] | None = None) -> Recorder:
+           on_step_written: Callable[[Step], None] | None = None, expected: str | None = None,
+           approve: Any = None) -> Recorder:
     """Record one run of your own loop to the trace at ``path`` (see ``Recorder``).
 
     ``tools``: plain functions (described from their type hints), ``Tool`` objects, or a
@@ -150,13 +166,28 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
     seconds a tool run by ``rec.call`` may take (None: no limit, run in your thread).
     ``mode``: ``"append"`` adds the run to an existing trace (several runs per file),
     ``"create"`` refuses a file that is not empty, ``"replace"`` empties a trace.
-    ``on_step_written(step)`` is called after each step's last event is written."""
+    ``on_step_written(step)`` is called after each step's last event is written.
+    ``expected``: the right answer, when you know it: the run's end then says whether the
+    final answer matches it (exactly, once whitespace and case are normalised).
+    ``approve`` decides on each ``rec.call`` of a dangerous tool before it runs: a function
+    of an ``ApprovalRequest`` returning a ``Decision`` (or True / False), ``"always"`` or
+    ``"never"``; without it such a call raises ``ApprovalRequired``. Tools with an
+    ``idempotency_key`` run once per key in the trace: appending to a trace reads the
+    earlier runs' results first."""
     guards = _guard_set(max_steps, repeat, repeat_threshold, max_consecutive_errors, token_budget)
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, tool_timeout)
+    approver = approver_from(approve)
     writer = TraceWriter(path, mode=mode, fsync=fsync, checkpoint_every=checkpoint_every,
                          header={"source": source} if source else None)
+    try:
+        # Read under the writer's lock, before this run adds to the file: what earlier runs did.
+        keyed = any(tool.idempotency_key is not None for tool in registry)
+        journal = read_journal(writer.target) if keyed and writer.mode == "append" else None
+    except BaseException:
+        writer.close()
+        raise
     return Recorder(writer, task, registry=registry, guards=guards, name=name, source=source, policy=policy,
-                    on_step_written=on_step_written)
+                    on_step_written=on_step_written, expected=expected, approver=approver, journal=journal)
 
 
 def _guard_set(max_steps: int | None, repeat: str | RepetitionGuard, threshold: int | None,
@@ -197,12 +228,19 @@ class Recorder:
     token usage go with the first. ``reply`` is a text turn that is the answer if the run
     ends next (as the SDK wrappers record a reply without tool calls).
 
+    ``approver`` decides on calls to dangerous tools that ``call`` runs; swap it at any time
+    (``rec.approver = ...``): it is asked in the loop's thread, with the recorder held, so
+    an approver that waits for a person pauses the agent there. ``journal``: the results
+    of operation keys used before (``record`` reads them from the trace it appends to).
+
     Thread-safe: tools may report from other threads."""
 
     def __init__(self, writer: TraceWriter, task: str = "", *, registry: ToolRegistry | None = None,
                  guards: GuardSet | None = None, name: str = "", source: str = "", policy: str = POLICY,
-                 on_step_written: Callable[[Step], None] | None = None):
+                 on_step_written: Callable[[Step], None] | None = None, expected: str | None = None,
+                 approver: Approver | None = None, journal: OperationJournal | None = None):
         self.task = task
+        self.expected = expected
         self.registry = registry if registry is not None else ToolRegistry(default_timeout=None)
         self.guards = guards if guards is not None else GuardSet.of(None)
         self.guards.reset()
@@ -210,6 +248,8 @@ class Recorder:
         self.source = source
         self.policy = policy
         self.on_step_written = on_step_written
+        self.approver = approver
+        self.journal = journal if journal is not None else OperationJournal()
         self.outcome: Outcome | None = None
         self._writer = writer
         self._lock = threading.RLock()
@@ -316,12 +356,15 @@ class Recorder:
                     return found  # arguments that could not be read: recorded, never run
                 return self._run(found)
             if sdk_name is not None:
+                self._check_approver(sdk_name)
                 step = self.actions([tool], thought=thought, tokens=tokens)[0]
                 return self._run(step) if step.waiting else step
             if tool is None:
                 raise ValueError(f"no step waits with the call id {id!r}" if id else "call() needs a tool")
             if callable(tool) and not isinstance(tool, str):
                 tool = self._name_of(tool)
+            if isinstance(tool, str):
+                self._check_approver(tool)  # before the call is recorded
             step = self.action(tool, args, thought=thought, tokens=tokens, id=id)
             return self._run(step) if step.waiting else step  # arguments that cannot be read are not run
 
@@ -360,6 +403,8 @@ class Recorder:
             else:
                 target.observation = text
                 target.value = value
+            if target._note:
+                target.observation = f"{target.observation}\n{target._note}"
             target._observed = True
             target._error_observation = bool(error) or target.error is not None
             self._advance()
@@ -501,6 +546,9 @@ class Recorder:
             self._write(ev.Thought(step=number, text=step.thought))
         if step.tool is not None:
             self._write(ev.ActionTaken(step=number, tool=step.tool, args=step.args, call=step.call, id=step.id))
+            for held in step._held:  # the call ran (or was decided) before its step's turn came
+                self._write(replace(held, step=number))
+            step._held.clear()
             trip = self.guards.decide(step.tokens, Action("", step.tool, step.args).signature(), shown_call(step.call))
         elif step.parse_error is not None:
             self._write(ev.ParseFailed(step=number, message=step.parse_error, text=step.output))
@@ -520,7 +568,8 @@ class Recorder:
             self._write(ev.StepError(step=number, kind=step.error.kind, message=step.error.message,
                                      tool=step.error.tool))
         if step.observation is not None:
-            self._write(ev.Observation(step=number, text=step.observation, error=step.is_error, id=step.id))
+            self._write(ev.Observation(step=number, text=step.observation, error=step.is_error, id=step.id,
+                                       key=step.key, replayed=step.replayed))
         trip = None
         if step._observed:
             trip = self.guards.observed(step.is_error)
@@ -557,8 +606,10 @@ class Recorder:
     def _finish(self, outcome: Outcome) -> None:
         self._start()
         self.outcome = outcome
+        verdict = None if self.expected is None else judge_answer(outcome.answer, self.expected)
         self._write(ev.RunEnd(step=outcome.steps, outcome=outcome.status, answer=outcome.answer,
-                              steps=outcome.steps, guard=outcome.guard, message=outcome.message))
+                              steps=outcome.steps, guard=outcome.guard, message=outcome.message,
+                              verdict=verdict))
         pending = self._pending_hook
         if pending is not None:
             self._pending_hook = None
@@ -608,6 +659,7 @@ class Recorder:
 
     def _write(self, event: ev.Event) -> None:
         self._writer.write(event)
+        self.journal.note(event)
 
     def _check_running(self) -> None:
         if self.outcome is not None:
@@ -645,8 +697,30 @@ class Recorder:
     def _run(self, step: Step) -> Step:
         with self._lock:
             self._target(step, "")
-            value = self.registry.dispatch(step.tool, step.args)
-            return self.observe(value, step=step)
+            self._check_approver(step.tool)
+
+            def emit(event: ev.Event) -> None:
+                if step.number is not None:
+                    self._write(event)
+                else:
+                    step._held.append(event)  # written when the step opens, after its action
+
+            gated = gated_dispatch(self.registry, step.tool, step.args, step=step.number or 0, emit=emit,
+                                   approver=self.approver, journal=self.journal, thought=step.thought)
+            step.decision, step.key, step.replayed, step._note = gated.decision, gated.key, gated.replayed, gated.note
+            if gated.text is None:
+                return self.observe(gated.value, step=step)
+            # Denied, or the key's recorded result: the tool did not run.
+            step.observation, step._observed, step._error_observation = gated.text, True, gated.error
+            self._advance()
+            return step
+
+    def _check_approver(self, name: str | None) -> None:
+        tool = self.registry.get(name) if name else None
+        if tool is not None and tool.dangerous and self.approver is None:
+            raise ApprovalRequired(f"{name} is a dangerous tool: rec.call runs it only with an approver; pass "
+                                   "approve=... to agentdbg.record (a function of the request, \"always\" or \"never\"), "
+                                   "or run it yourself with rec.action and record the result with step.observe")
 
     def _name_of(self, fn: Callable[..., Any]) -> str:
         for tool in self.registry:

@@ -8,12 +8,19 @@ back is exact, and it serialises to a checkpoint so a reader can start mid-file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.engine.events import _check_counter, _check_results, _check_texts, _is_count
+from agentdbg.engine.events import (
+    _check_counter,
+    _check_results,
+    _check_texts,
+    _check_verdict,
+    _is_count,
+)
 
 STATE_VERSION = 1
 
@@ -70,6 +77,10 @@ class StepRecord:
     memory: ev.MemoryUpdate | None = None
     raw: tuple = ()  # RawRecord events
     end: ev.RunEnd | None = None
+    approval: ev.Approval | None = None  # the decision on a dangerous call
+    operation: ev.Operation | None = None  # a keyed call started
+    key: str = ""  # the operation key of the call the observation answers
+    replayed: dict | None = None  # the observation is a recorded result: {"step", "run"?}
 
     @classmethod
     def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
@@ -92,7 +103,13 @@ class StepRecord:
             elif isinstance(event, ev.StepError):
                 got.update(error_kind=event.kind, error=event.message)
             elif isinstance(event, ev.Observation):
-                got.update(observation=event.text, observation_error=event.error)
+                got.update(observation=event.text, observation_error=event.error, replayed=event.replayed)
+                if event.key:
+                    got["key"] = event.key
+            elif isinstance(event, ev.Approval):
+                got["approval"] = event
+            elif isinstance(event, ev.Operation):
+                got.update(operation=event, key=event.key)
             elif isinstance(event, ev.Answered):
                 got["answer"] = event.answer
             elif isinstance(event, ev.GuardCounters):
@@ -127,6 +144,43 @@ class StepRecord:
     def step_tokens(self) -> int:
         return self.guards.step_tokens if self.guards is not None else 0
 
+    @property
+    def decision(self) -> str | None:
+        """``approved``, ``denied`` or ``edited`` for a call that needed approval."""
+        return self.approval.decision if self.approval is not None else None
+
+    @property
+    def ran_args(self) -> Any:
+        """The arguments the call ran with: the edited ones, when they were edited."""
+        approval = self.approval
+        if approval is not None and approval.decision == "edited" and approval.args is not None:
+            return approval.args
+        return self.args
+
+    def approval_text(self) -> str:
+        """The decision as one sentence: ``denied by the user: not that file``."""
+        approval = self.approval
+        if approval is None:
+            return ""
+        by = "the user" if approval.by in ("", "user") else approval.by
+        text = f"{approval.decision} by {by}"
+        if approval.decision == "edited":
+            shown = json.dumps(approval.args, ensure_ascii=False) if approval.args is not None else "(no arguments)"
+            text += f": ran {approval.tool}({shown}) instead"
+        if approval.reason:
+            text += f" ({approval.reason})" if approval.decision == "edited" else f": {approval.reason}"
+        return text
+
+    def replay_text(self) -> str:
+        """Where a replayed observation was first recorded."""
+        replayed = self.replayed
+        if replayed is None:
+            return ""
+        where = f"step {replayed.get('step')}"
+        if replayed.get("run") is not None:
+            where = f"run {replayed.get('run')}, {where}"
+        return f"not run again: the result recorded at {where} for operation {self.key or '(no key)'}"
+
     def marker(self) -> str:
         """One word for the timeline: final, tripped, error, repeat, raw, or ''."""
         if self.answer is not None:
@@ -148,6 +202,12 @@ class StepRecord:
             lines.append(("Thought", self.thought))
         if self.tool is not None:
             lines.append(("Action", self.call))
+        if self.approval is not None:
+            lines.append(("Approval", self.approval_text()))
+        if self.replayed is not None:
+            lines.append(("Replayed", self.replay_text()))
+        elif self.operation is not None and self.observation is None:
+            lines.append(("Operation", f"{self.operation.key} started; no result was recorded"))
         if self.parse_error is not None:
             lines.append(("Output", self.output))
         if self.answer is not None:
@@ -161,6 +221,12 @@ class StepRecord:
         if self.tripped is not None:
             lines.append(("Guard", self.tripped.message))
         return lines
+
+
+def _counted(counts: dict, key: str | None) -> dict:
+    if key is None:
+        return counts
+    return {**counts, key: counts.get(key, 0) + 1}
 
 
 def _call_text(event: ev.ActionTaken) -> str:
@@ -246,6 +312,9 @@ class RunState:
     memory: MemoryState = field(default_factory=MemoryState)
     answer: str | None = None
     outcome: str | None = None  # set once the run has ended
+    verdict: dict | None = None  # the grader's, once the run has ended with one (run_end.verdict)
+    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod
     def initial(cls, info: RunInfo) -> RunState:
@@ -286,12 +355,15 @@ class RunState:
             memory=self.memory.advance(record),
             answer=record.answer if record.answer is not None else self.answer,
             outcome=end.outcome if end is not None else self.outcome,
+            verdict=end.verdict if end is not None else self.verdict,
+            approvals=_counted(self.approvals, record.decision),
+            replayed=self.replayed + (1 if record.replayed is not None else 0),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """For checkpoints: plain JSON, versioned."""
         m = self.memory
-        return {
+        data = {
             "v": STATE_VERSION,
             "step": self.step,
             "steps": self.steps,
@@ -317,7 +389,12 @@ class RunState:
             },
             "answer": self.answer,
             "outcome": self.outcome,
+            "approvals": dict(self.approvals),
+            "replayed": self.replayed,
         }
+        if self.verdict is not None:  # only once a run has ended graded: checkpoints stay as they were
+            data["verdict"] = self.verdict
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:
@@ -341,6 +418,9 @@ class RunState:
         for key in ("answer", "outcome"):
             if not (data.get(key) is None or isinstance(data[key], str)):
                 raise ValueError(f"checkpoint state is malformed: {key!r} should be a string or null")
+        verdict = data.get("verdict")  # absent from checkpoints written before verdicts: none
+        if verdict is not None and (not isinstance(verdict, dict) or _check_verdict(verdict)):
+            raise ValueError("checkpoint state is malformed: 'verdict' should be a grader's verdict or null")
         # The same shapes the memory events must have: the state's tiers are made of them.
         m = data.get("memory")
         shapes = [(key, _check_texts) for key in ("buffer", "added", "evicted", "stored")] + [("recalled", _check_results)]
@@ -351,6 +431,12 @@ class RunState:
                 raise ValueError(f"checkpoint state is malformed: memory {key!r} {problem}")
         if not isinstance(m.get("summary"), str):
             raise ValueError("checkpoint state is malformed: memory 'summary' should be a string")
+        # Written by newer versions only: absent from older checkpoints.
+        approvals = data.get("approvals", {})
+        if not isinstance(approvals, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in approvals.items()):
+            raise ValueError("checkpoint state is malformed: 'approvals' should map decisions to counts")
+        if not _is_count(data.get("replayed", 0)):
+            raise ValueError("checkpoint state is malformed: 'replayed' should be a count")
         try:
             return cls(
                 step=int(data["step"]),
@@ -377,6 +463,9 @@ class RunState:
                 ),
                 answer=data["answer"],
                 outcome=data["outcome"],
+                verdict=verdict,
+                approvals=dict(approvals),
+                replayed=int(data.get("replayed", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"checkpoint state is malformed: {exc}") from None
@@ -477,19 +566,29 @@ class Tally:
     raw_count: int = 0
     answer: str | None = None
     outcome: str | None = None
+    verdict: dict | None = None  # the grader's, from run_end
+    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod
     def from_state(cls, state: RunState) -> Tally:
         return cls(state.step, list(state.steps), list(state.repeats), list(state.errors), list(state.tokens),
                    state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
                    state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
-                   state.raw_count, state.answer, state.outcome)
+                   state.raw_count, state.answer, state.outcome, state.verdict, dict(state.approvals),
+                   state.replayed)
 
     def add(self, record: StepRecord) -> None:
         self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
                        record.observation_error, record.guards, record.answer,
                        None if record.tripped is None else (record.tripped.guard, record.tripped.message),
                        len(record.raw), None if record.end is None else record.end.outcome)
+        if record.end is not None and record.end.verdict is not None:
+            self.verdict = record.end.verdict
+        if record.decision is not None:
+            self.approvals[record.decision] = self.approvals.get(record.decision, 0) + 1
+        if record.replayed is not None:
+            self.replayed += 1
 
     def add_parts(self, step: int, tool: str | None, step_error: bool, parse_error: bool,
                   observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,

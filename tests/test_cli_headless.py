@@ -104,7 +104,8 @@ def test_stats_per_run_of_a_batch_file_and_run_selection(tmp_path: Path, sample_
     assert [(r["run"], r["steps"], r["outcome"]) for r in runs] == [(1, 4, "answered"), (2, 2, "action repeated"), (3, 6, "answered")]
     assert [r["name"] for r in stats_of(capsys, batch, "--run", "2")] == ["library-stuck"]
     code, out, _ = run_cli(capsys, "stats", batch)
-    assert "total  3 runs (2 answered, 1 action repeated); 12 steps" in out
+    # library_good declares its expected answer: the one graded run of the three
+    assert "total  3 runs (2 answered, 1 action repeated); 1 correct, 0 wrong, 2 ungraded; 12 steps" in out
     code, _, err = run_cli(capsys, "stats", batch, "--run", "4")
     assert code == 2 and "has 3 runs" in err
 
@@ -217,7 +218,7 @@ def test_show_prints_the_transcript_step_by_step(source, capsys) -> None:
     assert "   5 Thought      I have the number." in lines
     assert "     Final Answer 2" in lines
     assert any("step 1/6 · repeats 1/2 · errors 1 · tokens 32 (+32)" in line and "error" in line for line in lines)
-    assert lines[-1] == "outcome  answered after 5 steps: 2"
+    assert lines[-1] == "outcome  answered, correct after 5 steps: 2"  # the plan's expected answer is 2
     assert all(line == line.rstrip() for line in lines)  # no padding in logs and files
 
 

@@ -106,7 +106,7 @@ def test_every_line_formatted_from_a_hostile_run_is_clean_before_the_boundary(tm
             texts.append(render.run_title(run, number))
             entry = stats.run_stats(number, run)
             texts += [value.plain if isinstance(value, Text) else value for _, _, value in stats._rows(entry)]
-            texts.append(stats._totals([entry, entry]).plain)
+            texts.append(stats._totals(stats.totals([entry, entry])).plain)
         arguments = argparse.Namespace(run=None, max_report=10, max_runs=0)
         result = check._check(document, list(check.CONDITIONS), arguments)
         texts += [failure["message"] for entry in result["runs"] for failure in entry["failures"]]

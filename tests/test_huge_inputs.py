@@ -301,7 +301,7 @@ async def test_the_run_switcher_lists_runs_around_the_current_and_opens_any_by_n
         await settle(pilot)
         await press(pilot, "r")
         assert app.screen.query_one(OptionList).option_count == RUN_LIST
-        await pilot.click("#run-number")
+        await pilot.click("#run-filter")
         await type_text(pilot, str(RUN_LIST + 90))
         await press(pilot, "enter")
         assert app.run_index == RUN_LIST + 89

@@ -116,6 +116,6 @@ def test_sniff_leaves_anthropic_blocks_and_swe_agent_files_to_their_importers():
     ok, why = openai_chat.sniff('[{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]')
     assert not ok and "Anthropic" in why
     ok, why = openai_chat.sniff('{"history": [{"role": "user"}]}')
-    assert not ok and "SWE-agent" in why
+    assert not ok and why == "has a top-level 'history': an agent's run record, not a message list"
     ok, why = openai_chat.sniff("Question: q")
     assert not ok and why == "not JSON"

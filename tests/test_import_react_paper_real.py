@@ -68,6 +68,29 @@ def test_all_100_fever_runs_match_their_result_dicts(fever_runs):
     assert result.step_count == sum(min(d["steps"], 7) for d in expected)
 
 
+def test_the_harness_verdicts_48_of_100_fever_runs_are_wrong(fever_runs, capsys):
+    text = fever_runs.read_text(encoding="utf-8")
+    expected = _result_dicts(text)
+    _, _, runs = convert(fever_runs)
+    wrong = [run.info.name for run in runs if run.end.verdict["correct"] is False]
+    assert len(wrong) == sum(1 for d in expected if d["em"] == 0) == 48
+    for run, said in zip(runs, expected, strict=True):
+        assert run.end.verdict == {"correct": said["em"] == 1, "score": said["reward"],
+                                   "expected": said["gt_answer"], "grader": "em"}
+    # The 47 that answered wrong and the one that ran out of steps.
+    assert sum(1 for run in runs if run.end.outcome == "answered" and run.end.verdict["correct"] is False) == 47
+
+    from agentdbg.cli import main
+
+    assert main(["check", str(fever_runs), "--fail-on", "wrong"]) == 1
+    report = capsys.readouterr().out
+    assert "question 5388" in report and "answer 'SUPPORTS', expected 'REFUTES', grader: em" in report
+    assert "question 3687" not in report  # judged correct
+    assert "FAIL: wrong (48 occurrences in 100 runs" in report
+    assert main(["stats", str(fever_runs)]) == 0
+    assert "52 correct, 48 wrong" in capsys.readouterr().out
+
+
 def test_the_runs_flagged_as_repeating_are_exactly_the_looping_ones(fever_runs):
     text = fever_runs.read_text(encoding="utf-8")
     looping = {i for i, actions in enumerate(_episode_actions(text)) if len(actions) != len(set(actions))}

@@ -16,6 +16,7 @@ from typing import Any
 from rich.text import Text
 
 from agentdbg.cli import render
+from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.state import StepRecord
 from agentdbg.text import one_line
 
@@ -75,6 +76,18 @@ def _tokens(record: StepRecord) -> str | None:
     return None
 
 
+def _denied(record: StepRecord) -> str | None:
+    if record.decision == "denied":
+        return f"{record.call or record.tool}: {record.approval_text()}"
+    return None
+
+
+def _edited(record: StepRecord) -> str | None:
+    if record.decision == "edited":
+        return f"{record.call or record.tool}: {record.approval_text()}"
+    return None
+
+
 def _final_missing(run: Any, document: Any) -> str | None:
     end = run.end
     if end is None:
@@ -82,6 +95,17 @@ def _final_missing(run: Any, document: Any) -> str | None:
     if end.answer is None:
         return f"no final answer (outcome: {end.outcome})"
     return None
+
+
+def _wrong(run: Any, document: Any) -> str | None:
+    verdict = render.run_verdict(run)
+    if verdict is None or verdict.correct is not False:
+        return None  # no verdict, or a score without a judgement: nothing says it is wrong
+    end = run.end
+    said = f"answer {one_line(end.answer, 200)!r}" if end.answer is not None else f"no answer ({one_line(end.outcome, 60)})"
+    expected = f"expected {one_line(verdict.expected, 200)!r}" if verdict.expected is not None else "no expected answer recorded"
+    grader = f", grader: {one_line(verdict.named_grader, 60)}" if verdict.named_grader else ""
+    return f"{said}, {expected}{grader}"
 
 
 def _incomplete(run: Any, document: Any) -> str | None:
@@ -95,8 +119,11 @@ CONDITIONS: dict[str, Condition] = {
     "budget": Condition("a budget ran out: steps, consecutive errors or tokens", step=_budget),
     "guard": Condition("any guard stopped the run (a budget or the repetition brake)", step=_guard),
     "tokens": Condition("the token budget was exhausted", step=_tokens),
+    "denied": Condition("a call to a dangerous tool was denied", step=_denied),
+    "edited": Condition("a call to a dangerous tool ran with edited arguments", step=_edited),
     "final-missing": Condition("the run ended without a final answer (or did not end)", run=_final_missing),
     "incomplete": Condition("the run has no end (the recording was cut off)", run=_incomplete),
+    "wrong": Condition("a grader judged the run wrong (a run without a verdict never fails this)", run=_wrong),
     "damaged": Condition("the file has damaged lines (each is reported by line)"),
 }
 
@@ -178,8 +205,8 @@ def _check(document: Any, names: list[str], args: argparse.Namespace) -> dict[st
                 counts[name] += 1
                 listed.append({"condition": name, "step": None, "message": one_line(found, 300)})
         runs.append({"run": number, "name": render.run_title(run, number), "steps": run.step_count,
-                     "outcome": render.run_outcome(run), "counts": {k: v for k, v in counts.items() if v},
-                     "failures": listed})
+                     "outcome": render.run_outcome(run), "verdict": render.verdict_dict(render.run_verdict(run)),
+                     "counts": {k: v for k, v in counts.items() if v}, "failures": listed})
     render.wait_for_index(document)
     if not runs:  # nothing to gate on: a pipeline that recorded nothing must not pass
         raise render.no_runs(document)
@@ -202,7 +229,8 @@ def _print(result: dict[str, Any], names: list[str]) -> None:
         title.append(f"run {entry['run']}" if several else "run", style="bold")
         title.append(" · ")
         title.append(entry["name"], style="bold magenta")
-        title.append(f"  ({render.plural(entry['steps'], 'step')}, {one_line(entry['outcome'], 200)})", style="dim")
+        outcome = outcome_with_verdict(one_line(entry["outcome"], 200), Verdict.read(entry["verdict"]))
+        title.append(f"  ({render.plural(entry['steps'], 'step')}, {outcome})", style="dim")
         console.print(title, soft_wrap=True)
         rows = []
         for failure in entry["failures"]:
@@ -218,6 +246,9 @@ def _print(result: dict[str, Any], names: list[str]) -> None:
     if result["ok"]:
         line = Text("ok", style="bold green")
         line.append(f": no {_either(names)} in {scope}")
+        ungraded = sum(1 for entry in runs if entry["verdict"] is None)
+        if "wrong" in names and ungraded:  # passing because nothing was graded is worth saying
+            line.append(f" ({render.plural(ungraded, 'run')} without a verdict)", style="yellow")
     else:
         occurrences = sum(sum(entry["counts"].values()) for entry in runs)
         line = Text("FAIL", style="bold red")

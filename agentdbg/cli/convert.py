@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from agentdbg.cli import render
+from agentdbg.engine import events as ev
 from agentdbg.files import OpenError, read_head
 from agentdbg.text import one_line
 from agentdbg.trace.reader import SNIFF_BYTES, looks_like_trace
@@ -44,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return render.fail("convert", f"cannot write {output}: {exc}")
     seconds = time.perf_counter() - started
+    # The raw events written: what ``stats`` reports as raw_records, summed over the runs.
+    raw = sum(isinstance(event, ev.RawRecord) for events in result.runs for event in events)
     print(f"{one_line(str(source))} ({name}) -> {one_line(str(output))}: {render.plural(written.runs, 'run')}, "
-          f"{render.plural(written.steps, 'step')}; {render.plural(result.raw_count, 'record')} kept as raw events; "
+          f"{render.plural(written.steps, 'step')}; {render.plural(raw, 'record')} kept as raw events; "
           f"{render.plural(len(result.problems), 'warning')} ({seconds:.2f} s)")
     return 0
 

@@ -41,7 +41,8 @@ def build_app(args: argparse.Namespace):
             print(f"agentdbg: unknown --format {args.format!r}; formats: {names}", file=sys.stderr)
             return 2
     document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code,
-                                      allow_network=getattr(args, "allow_network", False))
+                                      allow_network=getattr(args, "allow_network", False),
+                                      approve=getattr(args, "approve", None))
     if document is None:
         return refuse(error)
     from agentdbg.cli.render import plural, wait_for_runs

@@ -5,7 +5,12 @@ Each event is appended and flushed as it happens, so a recording stopped at any 
 ``--fsync`` also forces each step to disk, for power loss.
 
 The trace is held exclusively while it is written: a second ``record`` to the same file
-is refused (exit 2) and changes nothing. Exit 1 when writing fails part-way (disk full,
+is refused (exit 2) and changes nothing. A run appended to a trace starts from the
+operation journal of the runs before it: a call whose operation key they already used
+is answered with their result, never run again.
+
+A plan with dangerous tools is run only with ``--approve always|never``, which decides
+each of their calls in advance (nobody is there to ask). Exit 1 when writing fails part-way (disk full,
 an I/O error): the run stops there and the trace keeps every event written before.
 """
 
@@ -28,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="TRACE", help="the trace file to write (JSON Lines)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
     parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
+    parser.add_argument("--approve", choices=("always", "never"),
+                        help="decide every call to a dangerous tool in advance: run it (always) or deny it (never); "
+                             "a plan with dangerous tools needs one")
     parser.add_argument("--force", action="store_true", help="replace TRACE if it exists")
     parser.add_argument("--append", action="store_true", help="add the run to an existing trace (a file may hold several runs)")
     parser.add_argument("--fsync", action="store_true", help="force each step to disk as it ends (slower; survives power loss)")
@@ -37,8 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentdbg.documents import check_approval, command_line_approver
     from agentdbg.files import OpenError, check_regular
     from agentdbg.plans import load_plan, looks_like_plan
+    from agentdbg.trace.journal import read_journal
     from agentdbg.trace.writer import TraceBusyError, TraceExistsError, TraceWriteError, TraceWriter
 
     plan_path, output = Path(args.plan), Path(args.output)
@@ -54,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
         return render.fail("record", f"{output}: the trace would overwrite the plan")
     try:
         plan = load_plan(plan_path, allow_code=args.allow_code, allow_network=args.allow_network)
-    except ValueError as exc:  # PlanError: says file, line and what
+        check_approval(plan, args.approve, plan_path)
+    except ValueError as exc:  # PlanError: says file, line and what; OpenError: no --approve
         return render.fail("record", str(exc))
     # Opened once and locked before anything in it is checked, emptied or appended to.
     mode = "replace" if args.force else "append" if args.append else "create"
@@ -74,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
         return render.fail("record", f"cannot write {output}: {exc.strerror or exc}")
     try:
         with writer:
-            trace = plan.run(on_event=writer.write)
+            # Read under the lock, before this run adds to it: what earlier runs did.
+            journal = read_journal(writer.target) if plan.keyed_tools else None
+            trace = plan.run(on_event=writer.write, approver=command_line_approver(args.approve), journal=journal)
     except TraceWriteError as exc:  # the run stops at the first event it could not write
         render.fail("record", str(exc))
         return 1

@@ -24,6 +24,7 @@ from rich.text import Span, Text
 from agentdbg.cli.terminal import make_console as make_console
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
+from agentdbg.engine.verdicts import Verdict
 from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord
 from agentdbg.text import escape_json, one_line, sanitize, shorten
@@ -40,6 +41,9 @@ LABEL_STYLES = {
     "Error": "bold red",
     "Raw": "magenta",
     "Guard": "bold yellow",
+    "Approval": "bold magenta",
+    "Replayed": "bold blue",
+    "Operation": "bold blue",
 }
 MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
                  "repeat": "bold yellow", "raw": "magenta"}
@@ -60,6 +64,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
     parser.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
                         help=f"read at most N runs of a file with more (default {MAX_RUNS:,}; 0: no limit)")
+    parser.add_argument("--approve", choices=("always", "never"),
+                        help="decide every call to a plan's dangerous tools in advance: run it (always) or deny it "
+                             "(never); a plan with dangerous tools needs one")
 
 
 def open_input(args: argparse.Namespace) -> Document:
@@ -67,7 +74,8 @@ def open_input(args: argparse.Namespace) -> Document:
 
     try:
         return open_document(args.file, format=args.format, allow_code=args.allow_code,
-                             allow_network=getattr(args, "allow_network", False), live=False)
+                             allow_network=getattr(args, "allow_network", False), live=False,
+                             approve=getattr(args, "approve", None))
     except ModuleNotFoundError as exc:  # no importers in this installation
         if exc.name and exc.name.startswith("agentdbg.importers"):
             raise InputError(f"{args.file}: not an agentdbg trace or plan") from None
@@ -169,6 +177,23 @@ def run_outcome(run: Any, state: RunState | None = None) -> str:
     return "incomplete" if run.complete else "running"
 
 
+def run_verdict(run: Any, state: RunState | None = None) -> Verdict | None:
+    """The grader's verdict on the run (``run_end.verdict``), None when it has none."""
+    end = run.end
+    return Verdict.read(end.verdict if end is not None else state.verdict if state is not None else None)
+
+
+VERDICT_STYLES = {"correct": "bold green", "wrong": "bold red"}
+
+
+def verdict_style(verdict: Verdict) -> str:
+    return VERDICT_STYLES.get(verdict.word, "bold yellow")
+
+
+def verdict_dict(verdict: Verdict | None) -> dict[str, Any] | None:
+    return None if verdict is None else verdict.to_dict()
+
+
 def plural(count: int, word: str) -> str:
     return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
@@ -234,6 +259,11 @@ def record_dict(record: StepRecord) -> dict[str, Any]:
         "memory": None if record.memory is None else record.memory.to_dict(),
         "raw": [event.to_dict() for event in record.raw],
         "end": None if record.end is None else record.end.to_dict(),
+        "approval": None if record.approval is None else {
+            "decision": record.approval.decision, "by": record.approval.by, "reason": record.approval.reason,
+            "args": record.approval.args},
+        "key": record.key or None,
+        "replayed": record.replayed,
     }
 
 
@@ -440,6 +470,10 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
     outcome = run_outcome(run, state)
     style = "bold green" if outcome == "answered" else "bold red" if outcome in ("incomplete", "running") else "bold yellow"
     value.append(sanitize(outcome), style=style)
+    verdict = run_verdict(run, state)
+    if verdict is not None:
+        value.append(", ")
+        value.append(verdict.word, style=verdict_style(verdict))
     if end is not None:
         value.append(f" after {plural(end.steps, 'step')}")
         if end.answer is not None:
@@ -450,7 +484,10 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
             value.append(_clean(end.message))
     elif outcome == "incomplete":
         value.append(f" after {plural(run.step_count, 'step')} (the run has no end: recording cut off?)")
-    return rows_text([("", "outcome", value)], width, number_width=0, label_width=8)
+    rows: list[tuple[str, str, str | Text]] = [("", "outcome", value)]
+    if verdict is not None and verdict.details():
+        rows.append(("", "", Text(_clean(verdict.details()), style="dim")))
+    return rows_text(rows, width, number_width=0, label_width=8)
 
 
 def state_block(state: RunState, info: RunInfo, width: int) -> Text:
@@ -474,7 +511,14 @@ def state_block(state: RunState, info: RunInfo, width: int) -> Text:
     if state.answer is not None:
         rows.append(("", "answer", Text(_text(state.answer), style="bold")))
     if state.outcome is not None:
-        rows.append(("", "outcome", _clean(state.outcome)))
+        verdict = Verdict.read(state.verdict)
+        outcome = Text(_clean(state.outcome))
+        if verdict is not None:
+            outcome.append(", ")
+            outcome.append(verdict.word, style=verdict_style(verdict))
+            if verdict.details():
+                outcome.append(f" ({_clean(verdict.details())})")
+        rows.append(("", "outcome", outcome))
     out = Text("state after this step\n", style="bold")
     out.append_text(rows_text(rows, width, number_width=0, label_width=16))
     memory = state.memory

@@ -78,7 +78,8 @@ def _show_transcript(document, args: argparse.Namespace) -> int:
         if args.json:
             end = run.end
             tail = render.dumps({"step_count": run.step_count, "outcome": render.run_outcome(run),
-                                 "answer": None if end is None else end.answer})
+                                 "answer": None if end is None else end.answer,
+                                 "verdict": render.verdict_dict(render.run_verdict(run))})
             out.write("], " + tail[1:] + "\n")
         else:
             render.emit(console, render.outcome_text(run, width))

@@ -5,8 +5,13 @@ The figures are the run's derived state after its last step. On a trace that sta
 from the last checkpoint, so even a million-step run answers at once; ``--full`` replays
 every step instead (and reports every damaged line on the way).
 
-``--json`` prints ``{"runs": [{"steps", "answer", "outcome", "tools", "errors", "repeats",
-"tokens", ...}, ...]}``; those keys stay stable, more may be added.
+``--json`` prints ``{"runs": [{"steps", "answer", "outcome", "verdict", "tools", "errors",
+"repeats", "tokens", "raw_records", ...}, ...], "totals": {...}}``; those keys stay stable,
+more may be added.
+
+``raw_records`` counts every ``raw`` event of the run (records its source had that could not
+be mapped, or events of a type this version does not know), those kept before its first
+step included: the same count ``convert`` reports, summed over the runs.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 from rich.text import Text
 
 from agentdbg.cli import render
+from agentdbg.engine import events as ev
+from agentdbg.engine.verdicts import Verdict
 from agentdbg.state import RunState, Tally
 from agentdbg.text import one_line
 
@@ -44,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return code
     finally:
         document.close()
-    result = {"path": document.path, "kind": document.kind, "runs": runs,
+    result = {"path": document.path, "kind": document.kind, "runs": runs, "totals": totals(runs),
               "problems": [str(p) for p in document.problems]}
     try:
         if args.json:
@@ -70,6 +77,12 @@ def final_tally(run: Any, full: bool = False) -> Tally:
     return tally
 
 
+def raw_record_count(run: Any, state: RunState | Tally) -> int:
+    """The run's raw events: those in its steps (the state's count) and those before its
+    first step (a run with no steps keeps all of its raw records there)."""
+    return state.raw_count + sum(isinstance(event, ev.RawRecord) for event in getattr(run, "preamble", ()))
+
+
 def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
     getattr(run, "wait", lambda: None)()
     tally = final_tally(run, full)
@@ -88,6 +101,7 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
         "steps": steps,
         "answer": end.answer if end is not None else tally.answer,
         "outcome": outcome,
+        "verdict": render.verdict_dict(Verdict.read(end.verdict if end is not None else tally.verdict)),
         "tools": {name: calls[0] for name, calls in tally.tool_calls.items()},
         "tool_errors": {name: calls[1] for name, calls in tally.tool_calls.items() if len(calls) > 1 and calls[1]},
         "errors": tally.error_count,
@@ -95,8 +109,31 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
         "repeats": tally.repeat_count,
         "guard_trips": [{"step": step, "guard": guard, "message": message} for step, guard, message in tally.trips],
         "tokens": {"total": tokens[0], "budget": tokens[1]},
-        "raw_records": tally.raw_count,
+        "raw_records": raw_record_count(run, tally),
+        "approvals": dict(tally.approvals),
+        "replayed": tally.replayed,
         "complete": end is not None,
+    }
+
+
+def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sums over the runs; ``correct``/``wrong`` count the runs a grader judged so,
+    ``graded`` every run with a verdict (a score without a judgement included)."""
+    outcomes: dict[str, int] = {}
+    for entry in runs:
+        outcomes[entry["outcome"]] = outcomes.get(entry["outcome"], 0) + 1
+    verdicts = [entry["verdict"] for entry in runs if entry["verdict"] is not None]
+    return {
+        "runs": len(runs),
+        "steps": sum(entry["steps"] for entry in runs),
+        "outcomes": outcomes,
+        "graded": len(verdicts),
+        "correct": sum(1 for v in verdicts if v["correct"] is True),
+        "wrong": sum(1 for v in verdicts if v["correct"] is False),
+        "errors": sum(entry["errors"] for entry in runs),
+        "repeats": sum(entry["repeats"] for entry in runs),
+        "tokens": sum(entry["tokens"]["total"] for entry in runs if isinstance(entry["tokens"]["total"], int)),
+        "raw_records": sum(entry["raw_records"] for entry in runs),
     }
 
 
@@ -113,7 +150,7 @@ def _print(result: dict[str, Any]) -> None:
         render.emit(console, title)  # plainly in a pipe: many runs print fast
         render.emit(console, render.rows_text(_rows(entry), width, number_width=0, label_width=12))
     if len(runs) > 1:
-        render.emit(console, _totals(runs).append("\n"))
+        render.emit(console, _totals(result["totals"]).append("\n"))
     sys.stdout.flush()
 
 
@@ -126,6 +163,12 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
     budget = f" of {tokens['budget']:,}" if isinstance(tokens["budget"], int) else ""
     total = f"{tokens['total']:,}" if isinstance(tokens["total"], int) else one_line(str(tokens["total"]), 60)
     outcome = Text(one_line(entry["outcome"], 200), style="bold green" if entry["outcome"] == "answered" else "bold yellow")
+    verdict = Verdict.read(entry["verdict"])
+    if verdict is not None:
+        outcome.append(", ")
+        outcome.append(verdict.word, style=render.verdict_style(verdict))
+        if verdict.details(grader=False):
+            outcome.append(f" ({one_line(verdict.details(grader=False), 300)})")
     rows: list[tuple[str, str, str | Text]] = [
         ("", "steps", f"{entry['steps']:,}"),
         ("", "outcome", outcome),
@@ -138,19 +181,28 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
     ]
     if entry["raw_records"]:
         rows.append(("", "raw records", f"{entry['raw_records']:,}"))
+    if entry["approvals"]:
+        decisions = ", ".join(f"{count:,} {one_line(decision, 20)}" for decision, count in sorted(entry["approvals"].items()))
+        rows.append(("", "approvals", decisions))
+    if entry["replayed"]:
+        rows.append(("", "replayed", f"{entry['replayed']:,} (operations not run again)"))
     return rows
 
 
-def _totals(runs: list[dict[str, Any]]) -> Text:
-    outcomes: dict[str, int] = {}
-    for entry in runs:
-        outcomes[entry["outcome"]] = outcomes.get(entry["outcome"], 0) + 1
-    steps = sum(entry["steps"] for entry in runs)
-    errors = sum(entry["errors"] for entry in runs)
-    repeats = sum(entry["repeats"] for entry in runs)
-    tokens = sum(entry["tokens"]["total"] or 0 for entry in runs if isinstance(entry["tokens"]["total"], int))
+def _totals(total: dict[str, Any]) -> Text:
     line = Text("total", style="bold")
-    spread = ", ".join(f"{count} {one_line(outcome, 60)}" for outcome, count in sorted(outcomes.items(), key=lambda i: -i[1]))
-    line.append(f"  {render.plural(len(runs), 'run')} ({spread}); {render.plural(steps, 'step')}, "
-                f"{render.plural(errors, 'error')}, {render.plural(repeats, 'repeat')}, {tokens:,} tokens")
+    spread = ", ".join(f"{count} {one_line(outcome, 60)}"
+                       for outcome, count in sorted(total["outcomes"].items(), key=lambda i: -i[1]))
+    line.append(f"  {render.plural(total['runs'], 'run')} ({spread}); ")
+    if total["graded"]:
+        line.append(f"{total['correct']:,} correct", style="green")
+        line.append(", ")
+        line.append(f"{total['wrong']:,} wrong", style="red" if total["wrong"] else "")
+        other = total["graded"] - total["correct"] - total["wrong"]
+        line.append(f"{f', {other:,} scored' if other else ''}" + (
+            f", {total['runs'] - total['graded']:,} ungraded" if total["graded"] < total["runs"] else "") + "; ")
+    line.append(f"{render.plural(total['steps'], 'step')}, {render.plural(total['errors'], 'error')}, "
+                f"{render.plural(total['repeats'], 'repeat')}, {total['tokens']:,} tokens")
+    if total["raw_records"]:
+        line.append(f", {render.plural(total['raw_records'], 'raw record')}")
     return line

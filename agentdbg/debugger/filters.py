@@ -177,6 +177,32 @@ class FEnd(Filter):
         return record.end is not None
 
 
+def _judged(record: Any) -> bool | None:
+    """The grader's judgement of the run, on the step where it ended (None elsewhere, and
+    for a run without a verdict or with a score but no judgement)."""
+    end = record.end
+    verdict = end.verdict if end is not None else None
+    return verdict.get("correct") if isinstance(verdict, dict) else None
+
+
+class FWrong(Filter):
+    code = "~wrong"
+    help = "the run ends here and a grader judged it wrong (its verdict)"
+    eventful = True
+
+    def _matches(self, record):
+        return _judged(record) is False
+
+
+class FCorrect(Filter):
+    code = "~correct"
+    help = "the run ends here and a grader judged it correct"
+    eventful = True
+
+    def _matches(self, record):
+        return _judged(record) is True
+
+
 class FRaw(Filter):
     code = "~raw"
     help = "the step holds records an import could not map"
@@ -184,6 +210,44 @@ class FRaw(Filter):
 
     def _matches(self, record):
         return len(record.raw) > 0
+
+
+class FApproval(Filter):
+    code = "~approval"
+    help = "a call to a dangerous tool asked for a decision (approved, denied or edited)"
+    eventful = True
+
+    def _matches(self, record):
+        return record.approval is not None
+
+
+class FDenied(Filter):
+    code = "~denied"
+    help = "a call to a dangerous tool was denied: it did not run"
+    eventful = True
+
+    def _matches(self, record):
+        return record.approval is not None and record.approval.decision == "denied"
+
+
+class FEdited(Filter):
+    code = "~edited"
+    help = "a call to a dangerous tool ran with arguments edited before it ran"
+    eventful = True
+
+    def _matches(self, record):
+        return record.approval is not None and record.approval.decision == "edited"
+
+
+class FReplayed(Filter):
+    code = "~replayed"
+    help = "the observation is the recorded result of an operation key: the call did not run again"
+
+    def _matches(self, record):
+        return record.replayed is not None
+
+    def bytes_test(self):
+        return lambda step, data: b'"replayed":' in data
 
 
 class _Arg(Filter):
@@ -379,8 +443,9 @@ class FTotal(_Compare):
 # In the order the help screen lists them.
 FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
-    for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FObs,
-                FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw)
+    for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
+                FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
+                FApproval, FDenied, FEdited, FReplayed)
 }
 
 

@@ -18,38 +18,13 @@ SCHEMA_VERSION = 1
 
 def jsonable(value: Any) -> Any:
     """Coerce a value into plain JSON types (tuples become lists, the rest becomes text)."""
-    try:
-        return _jsonable(value)
-    except RecursionError:  # nested deeper than the stack allows (a saved run's data can be)
-        return _jsonable_without_recursion(value)
-
-
-def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return repr(value)
-
-
-def _jsonable_without_recursion(value: Any) -> Any:
-    root: list[Any] = [None]
-    pending: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (value, where it goes, under which key)
-    while pending:
-        item, container, key = pending.pop()
-        if item is None or isinstance(item, (bool, int, float, str)):
-            container[key] = item
-        elif isinstance(item, dict):
-            container[key] = out = {str(k): None for k in item}
-            pending.extend((v, out, str(k)) for k, v in reversed(item.items()))  # in order: the last key wins
-        elif isinstance(item, (list, tuple)):
-            container[key] = out = [None] * len(item)
-            pending.extend((v, out, index) for index, v in enumerate(item))
-        else:
-            container[key] = repr(item)
-    return root[0]
 
 
 @dataclass(frozen=True)
@@ -141,11 +116,45 @@ ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy", "me
 
 
 @dataclass(frozen=True)
+class Approval(Event):
+    """A human (or whoever stands in for one) decided on a call to a dangerous tool before
+    it ran: ``decision`` is one of DECISIONS; ``args`` are the arguments that ran instead
+    of the proposed ones (the ``action`` event keeps those) when it was ``edited``."""
+
+    type: ClassVar[str] = "approval"
+    tool: str
+    decision: str
+    by: str = ""
+    reason: str = ""
+    args: dict | None = None
+
+
+DECISIONS = ("approved", "denied", "edited")
+
+
+@dataclass(frozen=True)
+class Operation(Event):
+    """A call with an operation key is about to run (written before the tool runs). Its
+    result is the step's observation with the same ``key``; a trace holding the operation
+    without that observation was cut off while it ran: its effect is unknown."""
+
+    type: ClassVar[str] = "operation"
+    key: str
+    tool: str = ""
+
+
+@dataclass(frozen=True)
 class Observation(Event):
+    """What the policy sees next. ``key``: the operation key of the call it answers;
+    ``replayed``: ``{"step": n}`` (and ``"run": n``, the run's number in the trace, for an
+    earlier run) when it is a recorded result given again instead of running the call."""
+
     type: ClassVar[str] = "observation"
     text: str
     error: bool = False
     id: str = ""
+    key: str = ""
+    replayed: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +249,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ActionTaken,
         ParseFailed,
         StepError,
+        Approval,
+        Operation,
         Observation,
         Answered,
         GuardCounters,
@@ -334,6 +345,17 @@ def _check_verdict(value: dict) -> str | None:
     return None
 
 
+def _check_decision(value: str) -> str | None:
+    return None if value in DECISIONS else f"should be one of {', '.join(DECISIONS)}"
+
+
+def _check_replayed(value: dict) -> str | None:
+    for name in ("step", "run"):
+        if name in value and not (_is_count(value[name])):
+            return f'"{name}" should be a whole number'
+    return None if "step" in value else 'should say the "step" recorded'
+
+
 # Shapes inside fields that the derived state relies on: checked here, so a damaged
 # event is refused at the door instead of breaking a view later.
 _NESTED = {
@@ -347,6 +369,8 @@ _NESTED = {
     (MemoryRecall, "results"): _check_results,
     (RunStart, "tools"): _check_tools,
     (RunEnd, "verdict"): _check_verdict,
+    (Approval, "decision"): _check_decision,
+    (Observation, "replayed"): _check_replayed,
 }
 
 
@@ -375,7 +399,7 @@ def event_from_dict(data: Any) -> Event:
                     f"{kind} event: field {spec.name!r} should be {wanted}, got {type(value).__name__}"
                 )
             check = _NESTED.get((cls, spec.name))
-            problem = check(value) if check is not None and value is not None else None  # null: no verdict
+            problem = check(value) if check is not None and value is not None else None  # null: checked above
             if problem:
                 raise ValueError(f"{kind} event: field {spec.name!r} {problem}, got {value!r:.60}")
             kwargs[spec.name] = value

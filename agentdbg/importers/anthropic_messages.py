@@ -48,19 +48,21 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if responses_marker(shape):
         return False, f"{responses_marker(shape)}: OpenAI Responses"
     if shape.has("message", "role") and any(shape.has(key) for key in claude_code.SESSION_KEYS):
-        return False, "entries with Claude Code's session keys: a Claude Code session"
+        keys = ", ".join(key for key in claude_code.SESSION_KEYS if shape.has(key))
+        return False, f"entries with a 'message' beside Claude Code's session keys ({keys}): a session's layout"
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
         return True, f"{', '.join(sorted(blocks))} content blocks"
     if shape.has("system") and shape.has("messages"):
         if not shape.has("messages", "*", "role") and not _EMPTY_MESSAGES.search(head):
-            return False, "a system prompt beside messages without a 'role'"
+            return False, "a top-level 'system' beside 'messages' that have no 'role'"
         return True, "a request body with a top-level system prompt"
     if shape.has("message", "role") and shape.strings("type") & {"user", "assistant"}:
         return True, "transcript entries of {type, message}"
     if "message" in shape.strings("type") and shape.has("content"):
         return True, "a Messages API response"
-    return False, "no tool_use, tool_result or thinking content blocks"
+    return False, ("no tool_use, tool_result or thinking content blocks, no 'system' beside 'messages', "
+                   "no Messages API response")
 
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:

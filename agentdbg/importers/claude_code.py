@@ -25,7 +25,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.importers.chat import Call
 from agentdbg.importers.jsondata import load_json_lines
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 from agentdbg.importers.turns import Session
 
 NAME = "claude-code"
@@ -45,11 +45,15 @@ _SYNTHETIC = "<synthetic>"  # the model name of messages Claude Code writes itse
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if shape.root != "{":
-        return False, "not JSON Lines of entries"
-    if not (shape.has("message", "role") and shape.strings("type") & {"user", "assistant"}):
-        return False, "no user or assistant entries with a 'message'"
+        return False, wrong_root(shape, "JSON Lines of entries")
+    if not shape.has("message", "role"):
+        return False, "no entries with a 'message.role'"
+    if not shape.strings("type") & {"user", "assistant"}:
+        kinds = sorted(shape.strings("type"))[:4]
+        found = f" (their type: {', '.join(kinds)})" if kinds else " (no 'type')"
+        return False, f"entries with a 'message', but none of type user or assistant{found}"
     if not any(shape.has(key) for key in SESSION_KEYS):
-        return False, "no Claude Code session keys (sessionId, isSidechain, userType)"
+        return False, "user/assistant entries, but no Claude Code session keys (sessionId, isSidechain, userType, agentId)"
     return True, "user/assistant entries with Claude Code's session keys"
 
 

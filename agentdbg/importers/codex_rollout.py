@@ -26,7 +26,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.importers.chat import Call
 from agentdbg.importers.jsondata import load_json_lines
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 from agentdbg.importers.turns import Session, Turn
 
 NAME = "codex-rollout"
@@ -43,11 +43,13 @@ _HEADER_LINES = 6  # an exec output's header (chunk, wall time, exit code) comes
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if shape.root != "{":
-        return False, "not JSON Lines"
+        return False, wrong_root(shape, "JSON Lines of objects")
     kinds = shape.strings("type") & _LINE_TYPES
     if kinds and shape.has("payload") and shape.has("timestamp"):
         return True, f"rollout lines ({', '.join(sorted(kinds))}) with a payload"
-    return False, "no session_meta, response_item or event_msg lines with a payload"
+    if kinds:
+        return False, f"lines of type {', '.join(sorted(kinds))}, but no 'payload' with a 'timestamp' beside it"
+    return False, "no session_meta, response_item or event_msg lines (rollout lines with a 'payload')"
 
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:

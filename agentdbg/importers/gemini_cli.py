@@ -25,7 +25,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.importers.chat import Call
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 from agentdbg.importers.turns import Session
 
 NAME = "gemini-cli"
@@ -42,7 +42,7 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if shape.root == "[" and shape.has("*", "sessionId") and shape.has("*", "messageId"):
         return False, "a Gemini CLI prompt log (logs.json: the prompts only, no replies)"
     if shape.root != "{":
-        return False, "not a JSON object"
+        return False, wrong_root(shape, "a chat recording's JSON object")
     if shape.has("sessionId") and shape.has("projectHash"):
         return True, "a chat recording: sessionId and projectHash"
     if "gemini" in shape.strings("messages", "*", "type") or (
@@ -50,7 +50,9 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
         return True, "messages of type 'gemini'"
     if shape.has("$rewindTo") or (shape.has("$set") and shape.has("sessionId")):
         return True, "a JSON Lines chat recording ($set, $rewindTo)"
-    return False, "no sessionId with projectHash, and no messages of type 'gemini'"
+    if shape.has("sessionId"):
+        return False, "a 'sessionId' without a 'projectHash', and no messages of type 'gemini'"
+    return False, "no 'sessionId' with a 'projectHash', and no messages of type 'gemini'"
 
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:

@@ -32,7 +32,7 @@ from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler
 from agentdbg.importers.jsondata import load_json
 from agentdbg.importers.openai_chat import content_text
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 from agentdbg.importers.ziparchive import ZIP_MAGIC, Archive, ArchiveError
 
 NAME = "inspect-ai"
@@ -56,13 +56,17 @@ def sniff(head: str | bytes, path: str = "") -> tuple[bool, str]:
         return _sniff_zip(head[:512])
     shape = outline(head)
     if shape.root != "{":
-        return False, "not a JSON object or a zip archive"
+        if not shape.root:
+            return False, "neither JSON nor a zip archive (an Inspect log is one or the other)"
+        return False, wrong_root(shape, "a JSON object or a zip archive (an Inspect log is one or the other)")
     if not shape.has("eval"):
         return False, "no top-level 'eval' (an Inspect log's evaluation spec)"
     if not (shape.has("eval", "task") or shape.has("eval", "run_id")):
-        return False, "'eval' without a task or run_id"
-    if not (shape.has("version") and (shape.has("plan") or shape.has("samples") or shape.has("status"))):
-        return False, "an 'eval' without a version and a plan, samples or status"
+        return False, "a top-level 'eval' without a 'task' or 'run_id'"
+    if not shape.has("version"):
+        return False, "a top-level 'eval', but no top-level 'version'"
+    if not (shape.has("plan") or shape.has("samples") or shape.has("status")):
+        return False, "a top-level 'eval' and 'version', but no top-level 'plan', 'samples' or 'status'"
     return True, "an Inspect log: version, eval spec, plan or samples"
 
 

@@ -29,7 +29,7 @@ from agentdbg.importers.builder import RunBuilder, StepDraft
 from agentdbg.importers.chat import Call, ChatAssembler
 from agentdbg.importers.jsondata import load_json
 from agentdbg.importers.openai_chat import content_text
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 
 NAME = "mini-swe-agent"
 DESCRIPTION = "mini-swe-agent trajectory: {info: {exit_status, submission, model_stats}, messages, trajectory_format}"
@@ -41,13 +41,20 @@ _SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINA
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if shape.root != "{":
-        return False, "not a JSON object"
-    if any(v.startswith("mini-swe-agent") for v in shape.strings("trajectory_format")):
+        return False, wrong_root(shape, "the JSON object of a trajectory")
+    formats = shape.strings("trajectory_format")
+    if any(v.startswith("mini-swe-agent") for v in formats):
         return True, "trajectory_format: mini-swe-agent"
     if shape.has("messages") and (shape.has("info", "mini_version")
                                   or (shape.has("info", "exit_status") and shape.has("info", "model_stats"))):
         return True, "messages beside info.exit_status/mini_version"
-    return False, "no trajectory_format 'mini-swe-agent-*' or info.mini_version beside messages"
+    if formats:
+        return False, f"a 'trajectory_format' of {', '.join(sorted(formats)[:3])}, not 'mini-swe-agent-*'"
+    if not shape.has("messages"):
+        return False, "no 'trajectory_format' and no top-level 'messages'"
+    if shape.has("info", "exit_status"):
+        return False, "'messages' beside 'info.exit_status', but no 'info.mini_version' or 'info.model_stats'"
+    return False, "'messages', but no 'info.mini_version' or 'info.exit_status' beside them"
 
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:

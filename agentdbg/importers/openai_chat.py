@@ -47,18 +47,23 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if not shape.root:
         return False, "not JSON"
-    if shape.has("trajectory") or shape.has("history"):
-        return False, "has a trajectory/history: a SWE-agent file"
+    # What a refusal says is what was found (several formats look at the same keys).
+    for key in ("trajectory", "history"):
+        if shape.has(key):
+            return False, f"has a top-level '{key}': an agent's run record, not a message list"
     if responses_marker(shape):
         return False, f"{responses_marker(shape)}: OpenAI Responses, not Chat Completions"
-    if shape.has("trajectory_format") or shape.has("info", "mini_version") or shape.has("info", "exit_status"):
-        return False, "messages beside a run's info: a mini-swe-agent trajectory"
+    for path in (("trajectory_format",), ("info", "mini_version"), ("info", "exit_status")):
+        if shape.has(*path):
+            return False, f"has '{'.'.join(path)}': a run record beside its messages, not a message list"
     if shape.has("system") and shape.has("messages"):
-        return False, "a top-level system prompt beside the messages: Anthropic Messages"
+        return False, "has a top-level 'system' beside 'messages': the layout of an Anthropic Messages request"
     if shape.has("sessionId") and shape.has("projectHash"):
-        return False, "has sessionId and projectHash: a Gemini CLI chat"
-    if shape.has("steps") or shape.has("*", "steps"):
-        return False, "has a top-level 'steps': a result of an agent SDK, not a message list"
+        return False, "has 'sessionId' and 'projectHash': a Gemini CLI chat's keys"
+    if shape.has("steps"):
+        return False, "has a top-level 'steps': an agent SDK's result, not a message list"
+    if shape.has("*", "steps"):
+        return False, "records that each have 'steps': an agent SDK's results, not message lists"
     if not any(shape.has(*p) for p in _ROLE_PATHS):
         if not shape.has("messages"):
             return False, "no list of messages with a 'role'"
@@ -66,7 +71,7 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
             return False, "messages without a 'role'" + _typed(shape.strings("messages", "*", "type"))
     blocks = set().union(*(shape.strings(*p) for p in _BLOCK_TYPE_PATHS)) & ANTHROPIC_BLOCKS
     if blocks:
-        return False, f"has {', '.join(sorted(blocks))} content blocks: Anthropic Messages"
+        return False, f"has {', '.join(sorted(blocks))} content blocks: Anthropic's, not OpenAI's"
     return True, "messages with roles"
 
 

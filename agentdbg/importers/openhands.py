@@ -54,7 +54,12 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
                 and sources and sources <= _SOURCES):
             what = "evaluation output: instances with a history" if prefix[0] == "history" else "a trajectory"
             return True, f"OpenHands {what} of agent/user/environment events"
-    return False, "no events with a source (agent/user/environment) and an action or observation"
+    for prefix in (("*",), ("history", "*")):
+        sources = shape.strings(*prefix, "source")
+        if sources and not sources <= _SOURCES:
+            return False, (f"events whose 'source' is {', '.join(sorted(sources - _SOURCES)[:3])}, "
+                           "not agent, user or environment")
+    return False, "no events with a 'source' (agent/user/environment) and an 'action' or 'observation'"
 
 
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:

@@ -12,7 +12,8 @@ Each episode is a run. The paper's harness allows 7 steps: a run-log episode has
 ``max_steps`` 7, and one that never finished (its dict says one step more than printed
 and an empty answer: the harness sent a last ``finish[]`` it did not print) ends
 ``budget exhausted`` after its printed steps. An ``Invalid action`` observation makes
-its step a parse error. The result dict and the tally are kept as raw records.
+its step a parse error. The result dict's grade is the run's verdict (``em``, ``reward``,
+``gt_answer``); the dict itself and the tally are kept as raw records.
 
 When the model's output has no ``Action N:`` line, the harness prints ``ohh...`` and that
 output, keeps its first line as the thought, asks for the action alone, then prints the
@@ -81,12 +82,17 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if looks_like_json(head):
         if prompt_strings(head) and _JSON_EPISODE.search(head) and _JSON_STEP.search(head):
             return True, "prompt strings holding Question/Claim episodes"
-        return False, "JSON without ReAct prompt strings"
+        return False, "JSON, but no prompt strings holding Question/Claim episodes of numbered steps"
     if reflexion_log(head):
         return False, "Reflexion's trial sections (BEGIN TRIAL n, BEGIN CORRECT AGENTS): the reflexion format"
-    if re.search(r"^[ \t]*Action[ \t]*\d+[ \t]*:", head, re.M) and numbered_steps(head) >= 2:
-        return True, "numbered Thought/Action/Observation lines"
-    return False, "no numbered 'Action N:' lines"
+    numbered = numbered_steps(head)
+    if re.search(r"^[ \t]*Action[ \t]*\d+[ \t]*:", head, re.M):
+        if numbered >= 2:
+            return True, "numbered Thought/Action/Observation lines"
+        return False, "one numbered line only (an 'Action N:'): a run has at least two"
+    if numbered:
+        return False, "numbered Thought/Observation lines, but no 'Action N:' line"
+    return False, "no numbered 'Thought N:', 'Action N:' or 'Observation N:' lines"
 
 
 @dataclass
@@ -314,7 +320,7 @@ def _add_episodes(result: ImportResult, src: Source, episodes: list[_Episode], p
             if re.fullmatch(r"\s*\d+ \d+ [\d.]+ [\d.eE+-]+\s*", line):
                 note = f"the notebook's running tally (correct, episodes, accuracy, seconds per episode): {line.strip()}"
             builder.raw("react-paper text", line, note)
-        result.runs.append(builder.build(**ending))
+        result.runs.append(builder.build(**ending, verdict=_verdict(episode.result)))
         result.raw_count += builder.raw_count
 
 
@@ -381,6 +387,32 @@ def _ending(src: Source, episode: _Episode, builder: RunBuilder) -> dict[str, An
     src.problem(f"the result says {said_steps} steps and answer {said_answer!r}, the transcript "
                 f"shows {printed} steps and answer {answer!r}", episode.result_line)
     return {}
+
+
+def _verdict(result: dict | None) -> dict | None:
+    """The harness's grade from its result dict: ``em`` (exact match, else ``reward``) says
+    correct or wrong, ``reward`` is the score its tally sums, ``gt_answer`` the expected answer."""
+    if result is None:
+        return None
+    numbers = {key: _grade(result.get(key)) for key in ("em", "reward")}
+    grader = "em" if numbers["em"] is not None else "reward" if numbers["reward"] is not None else None
+    if grader is None:
+        return None
+    grade = numbers[grader]
+    expected = result.get("gt_answer")
+    return {"correct": True if grade >= 1 else False if grade <= 0 else None,
+            "score": numbers["reward"] if numbers["reward"] is not None else grade,
+            "expected": expected if isinstance(expected, str) else None if expected is None else str(expected),
+            "grader": grader}
+
+
+def _grade(value: Any) -> int | float | None:
+    """A grade as the harness wrote it: 0/1, True/False (its exact match), or a number."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
+        return value
+    return None
 
 
 def _describe_result(result: dict) -> str:

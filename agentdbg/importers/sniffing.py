@@ -34,6 +34,14 @@ def looks_like_json(head: str) -> bool:
     return head.lstrip()[:1] in ("{", "[")
 
 
+def wrong_root(shape: Outline, wanted: str) -> str:
+    """A refusal for a file that is not the JSON a format reads: ``not JSON``, or what it is
+    instead (``JSON objects``, one or JSON Lines of them; ``a JSON array``) and ``wanted``."""
+    if not shape.root:
+        return "not JSON"
+    return f"{'JSON objects' if shape.root == '{' else 'a JSON array'}, not {wanted}"
+
+
 @lru_cache(maxsize=8)
 def outline(head: str) -> Outline:
     found = Outline()

@@ -31,7 +31,7 @@ from agentdbg.importers.base import (
 )
 from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.jsondata import load_json, parse_arguments
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 
 NAME = "swe-agent"
 DESCRIPTION = "SWE-agent trajectory (.traj): trajectory[] of thought/action/observation, info"
@@ -40,11 +40,14 @@ DESCRIPTION = "SWE-agent trajectory (.traj): trajectory[] of thought/action/obse
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if shape.root != "{":
-        return False, "not a JSON object"
+        return False, wrong_root(shape, "the JSON object of a trajectory")
     if shape.has("trajectory"):
         return True, "a trajectory list"
     if shape.has("history", "*", "role"):
         return True, "a history of function-calling messages"
+    if shape.has("history"):
+        return False, ("a top-level 'history' of entries without a 'role' (SWE-agent's is a list of "
+                       "messages), and no top-level 'trajectory'")
     return False, "no top-level 'trajectory' or 'history'"
 
 

@@ -25,7 +25,7 @@ from agentdbg.importers.builder import RunBuilder
 from agentdbg.importers.chat import Call, ChatAssembler
 from agentdbg.importers.jsondata import load_json
 from agentdbg.importers.openai_chat import content_text
-from agentdbg.importers.sniffing import outline
+from agentdbg.importers.sniffing import outline, wrong_root
 
 NAME = "tau-bench"
 DESCRIPTION = "tau-bench results: array of {task_id, reward, info, traj, trial}, one run per task and trial"
@@ -36,11 +36,11 @@ _STOP_MARKERS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     shape = outline(head)
     if shape.root != "[":
-        return False, "not a JSON array"
+        return False, wrong_root(shape, "a JSON array of result records")
     if not (shape.has("*", "task_id") and shape.has("*", "reward")):
-        return False, "no records with a task_id and a reward"
+        return False, "no records with a 'task_id' and a 'reward'"
     if not (shape.has("*", "traj") or shape.has("*", "info", "task")):
-        return False, "records without a traj or info.task"
+        return False, "records with a 'task_id' and a 'reward', but no 'traj' or 'info.task'"
     return True, "tau-bench result records: task_id, reward, info, traj"
 
 

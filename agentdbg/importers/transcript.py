@@ -42,16 +42,20 @@ _ERROR = re.compile(r"^\s*ERROR\b")
 
 def sniff(head: str, path: str = "") -> tuple[bool, str]:
     if looks_like_json(head):
-        return False, "JSON, not a text transcript"
+        return False, f"begins with {head.lstrip()[0]!r}: JSON, not a text transcript"
     if numbered_steps(head):
-        return False, "numbered 'Action N:' lines: the ReAct paper's format"
+        return False, "numbered lines ('Thought 1:', 'Action 1:'): the ReAct paper's numbering, not this format's"
     if reflexion_log(head):
         return False, "Reflexion's trial sections (BEGIN TRIAL n, BEGIN CORRECT AGENTS): the reflexion format"
     if webshop_transcript(head):
         return False, "WebShop's actions (reset, search[...], click[...]) and pages: the webshop format"
     labels = {m.group(1) for m in (_LABEL.match(line) for line in head.splitlines()) if m}
-    if labels & {"Action", "Final Answer", "Answer"} and labels & {"Thought", "Observation", "Question", "Task"}:
+    acts, context = labels & {"Action", "Final Answer", "Answer"}, labels & {"Thought", "Observation", "Question", "Task"}
+    if acts and context:
         return True, "Thought / Action / Observation lines"
+    if labels:
+        wanted = "Action: or Final Answer: line" if not acts else "Thought:, Observation: or Question: line"
+        return False, f"{', '.join(sorted(labels))} lines, but no {wanted}"
     return False, "no Thought:/Action:/Observation:/Final Answer: lines"
 
 

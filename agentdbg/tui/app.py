@@ -30,9 +30,13 @@ from textual.worker import get_current_worker
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
+from agentdbg.engine.approval import Decision
+from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.runs import Document
 from agentdbg.tui import commands
+from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
 from agentdbg.tui.safe import one_line
+from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.help import HelpScreen
 from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
@@ -107,6 +111,7 @@ class DebuggerApp(App[None]):
         self._sidecar: Sidecar | None = None  # where the breakpoints are saved
         self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
+        self.run_filter = ""  # the run list's filter (r then /)
         self.busy: str | None = None  # the operation a worker is running
         self._cancel = Cancel()
         # A document is closed only when no worker reads it: see close_when_idle.
@@ -120,6 +125,8 @@ class DebuggerApp(App[None]):
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
         self._label = label
         self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
+        # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
+        self.approvals = ApprovalDesk(self.post_message)
 
     # --- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -151,6 +158,7 @@ class DebuggerApp(App[None]):
     def on_unmount(self) -> None:
         if self._poll_timer is not None:
             self._poll_timer.stop()
+        self.approvals.close()  # a step waiting for a decision ends now, without running the call
         self._cancel.set()  # a continue or search still running stops at its next look
         with self._job_lock:
             self._quitting = True  # and a job not started yet never starts
@@ -187,10 +195,14 @@ class DebuggerApp(App[None]):
         self.document = document
         self._label = label or self._label
         self.sessions = {}
+        self.run_filter = ""
         self._problems = []
         self._problems_seen = 0
         self._document_problems = 0
         self.breakpoints = self.load_breakpoints(document)
+        for run in document.runs:  # a live run asks the user, unless told in advance (--approve)
+            if hasattr(run, "approver") and run.approver is None:
+                run.approver = self.approvals.ask
         self.run_index = max(0, min(run_index, len(document.runs) - 1))
         if old is not None and old is not document:
             self.close_when_idle(old)
@@ -500,6 +512,23 @@ class DebuggerApp(App[None]):
         if self.busy:
             self.say(f"{message.operation}… at step {message.step:,} (Esc cancels)", "bold cyan")
 
+    @on(ApprovalAsked)
+    def approval_asked(self, message: ApprovalAsked) -> None:
+        pending = message.pending
+        if self._quitting:
+            self.approvals.answer(pending, CLOSED)
+            return
+        request = pending.request
+        self.say(f"step {request.step}: {one_line(request.tool, 60)} is dangerous and waits for your decision",
+                 "bold magenta")
+        self.push_screen(ApprovalScreen(request), partial(self.approval_decided, pending))
+
+    def approval_decided(self, pending: PendingApproval, decision: Decision | None) -> None:
+        decision = decision if decision is not None else Decision.deny(DISMISSED, by="user")
+        self.approvals.answer(pending, decision)
+        if self.busy:
+            self.say(f"{decision.decision}: {self.busy}…", "bold cyan")
+
     def failed(self, operation: str, error: BaseException) -> None:
         self.show_cursor()
         text = one_line(str(error) or type(error).__name__, 300)
@@ -566,7 +595,9 @@ class DebuggerApp(App[None]):
             return "no outcome recorded"
         end = run.end
         answer = f": {one_line(end.answer, 60)}" if end.answer is not None else ""
-        return f"{one_line(end.outcome, 60)}{answer}"
+        verdict = Verdict.read(end)
+        details = f"; {one_line(verdict.details(), 100)}" if verdict is not None and verdict.details() else ""
+        return f"{outcome_with_verdict(one_line(end.outcome, 60), verdict)}{answer}{details}"
 
     def reason_style(self) -> str:
         session = self.session
@@ -678,12 +709,15 @@ class DebuggerApp(App[None]):
             self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
+        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter)
+
         def answer(index: int | None) -> None:
+            self.run_filter = switcher.filter_text  # the list opens filtered the same next time
             if index is not None and index != self.run_index:
                 self.run_index = index
                 self.show_run()
 
-        self.push_screen(RunSwitcher(document.runs, self.run_index), answer)
+        self.push_screen(switcher, answer)
 
     def action_show_problems(self) -> None:
         self.push_screen(ProblemsScreen(list(self.problems)))

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from agentdbg.debugger.breakpoints import AUTO_BREAKS
 from agentdbg.debugger.filters import FILTER_HELP
 from agentdbg.tui.commands import COMMANDS, GROUPS
+from agentdbg.tui.screens.approval import APPROVAL_KEYS
 
 
 def help_text() -> Table:
@@ -30,6 +31,11 @@ def help_text() -> Table:
     table.add_row(Text("click"), Text("a timeline row: go to that step"))
     table.add_row(Text("wheel"), Text("scroll a pane"))
     table.add_row(Text("ctrl+p"), Text("command palette: every command above by name"))
+    table.add_row("", "")
+    table.add_row(Text("Dangerous calls", style="bold underline"),
+                  Text("(a live plan's call to a dangerous tool waits in a dialog)", style="dim"))
+    for keys, text in APPROVAL_KEYS:
+        table.add_row(Text(keys), Text(text))
     table.add_row("", "")
     table.add_row(Text("Automatic breaks", style="bold underline"), Text("(B to turn each on or off)", style="dim"))
     for code, text in AUTO_BREAKS.items():

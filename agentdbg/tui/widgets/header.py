@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from agentdbg.engine.verdicts import Verdict, format_score
 from agentdbg.tui.safe import one_line
 
 OUTCOME_STYLES = {"answered": "bold green", "finished": "bold green"}
@@ -73,15 +74,31 @@ class RunHeader(Widget):
         return left, right
 
 
+VERDICT_STYLES = {"correct": "bold green", "wrong": "bold red"}
+
+
 def outcome_text(run) -> Text:
+    """``outcome: answered, wrong (answer: SUPPORTS, expected: REFUTES)``."""
     end = run.end
     if end is not None:
         outcome = one_line(end.outcome, 40)
         style = outcome_style(outcome, end.answer is not None)
         text = Text.assemble(("outcome: ", "dim"), (outcome, style))
+        verdict = Verdict.read(end)
+        if verdict is not None:
+            text.append(", ", style="dim")
+            text.append(verdict.word, style=VERDICT_STYLES.get(verdict.word, "bold yellow"))
+        shown = []
         if end.answer is not None:
-            text.append(" (answer: ", style="dim")
-            text.append(one_line(end.answer, 30), style=style)
+            shown.append(("answer: ", one_line(end.answer, 30), style))
+        if verdict is not None and verdict.expected is not None and verdict.correct is not True:
+            shown.append(("expected: ", one_line(verdict.expected, 30), "bold"))  # what it should have said
+        if verdict is not None and verdict.shows_score and verdict.correct is not None:
+            shown.append(("score ", format_score(verdict.score), "bold"))  # partial credit
+        for index, (label, value, value_style) in enumerate(shown):
+            text.append((" (" if index == 0 else ", ") + label, style="dim")
+            text.append(value, style=value_style)
+        if shown:
             text.append(")", style="dim")
         return text
     if run.complete:

@@ -30,6 +30,9 @@ LABEL_STYLES = {
     "Error": "bold red",
     "Raw": "bold magenta",
     "Guard": "bold magenta",
+    "Approval": "bold magenta",
+    "Replayed": "bold blue",
+    "Operation": "bold blue",
 }
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400

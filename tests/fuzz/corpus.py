@@ -2,7 +2,8 @@
 deterministic sample.
 
 The starting traces are recorded from the sample plans with ``agentdbg record`` (memory
-plans included, a checkpoint every 2 steps so small runs carry checkpoints too) into a
+plans included, a checkpoint every 2 steps so small runs carry checkpoints too, plans
+with dangerous tools approved, so their approvals are in the traces) into a
 directory the caller provides; ``build`` then makes the same list of cases from them on
 every call, in the same order.
 """
@@ -10,6 +11,7 @@ every call, in the same order.
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -31,8 +33,11 @@ def record_commands(base_dir: Path) -> list[list[str]]:
     for plan in sorted(PLANS.glob("*.toml")):
         command = ["record", str(plan), "-o", str(base_dir / f"{plan.stem}.jsonl"), "--force",
                    "--checkpoint-every", "2"]
-        if plan.stem.endswith("_python"):
-            command.append("--allow-code")
+        text = plan.read_text(encoding="utf-8")
+        if plan.stem.endswith("_python") or re.search(r"^executes_code\s*=\s*true", text, re.MULTILINE):
+            command.append("--allow-code")  # the project's own plans (their side effects land in the scratch directory)
+        if re.search(r"^dangerous\s*=\s*true", text, re.MULTILINE):
+            command += ["--approve", "always"]  # approvals recorded in the trace
         commands.append(command)
     return commands
 

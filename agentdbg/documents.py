@@ -66,10 +66,12 @@ def check_approval(plan: Plan, approve: str | None, path: str | Path = "") -> No
 
 
 def open_document(path: str | Path, *, format: str | None = None, allow_code: bool = False,
-                  allow_network: bool = False, live: bool = True, approve: str | None = None) -> Document:
-    """Open ``path``; ``format`` forces an importer (or "plan" / "trace"). ``approve``
-    (``always`` or ``never``) decides a plan's dangerous calls in advance: a plan with
-    such tools is not run to the end without it."""
+                  allow_network: bool = False, live: bool = True, follow: bool | None = None,
+                  approve: str | None = None) -> Document:
+    """Open ``path``; ``format`` forces an importer (or "plan" / "trace"). ``live``: a plan
+    runs step by step; ``follow`` (default: ``live``): a trace grows as it is written.
+    ``approve`` (``always`` or ``never``) decides a plan's dangerous calls in advance: a
+    plan with such tools is not run to the end without it."""
     path = Path(path)
     head = read_head(path, HEAD_BYTES, what="a trace, a plan or a saved run")
     if not head:
@@ -88,7 +90,7 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
         check_approval(plan, approve, path)
         return run_plan_to_end(plan, str(path), approver)
     if format == "trace" or (format is None and is_trace):
-        return reader.open_trace(path)
+        return reader.open_trace(path, follow=live if follow is None else follow)
     from agentdbg import importers
 
     return importers.open_import(path, format=format)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agentdbg.attach.agent import attach_requested
+from agentdbg.attach.protocol import PAUSE_TIMEOUT
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import Outcome
 from agentdbg.engine.approval import Approver, Decision, approver_from
@@ -152,6 +154,7 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
            max_steps: int | None = None, repeat: str | RepetitionGuard = "off", repeat_threshold: int | None = None,
            max_consecutive_errors: int | None = None, token_budget: int | None = None,
            tool_timeout: float | None = None, name: str = "", source: str = "", policy: str = POLICY,
+           attach: bool | str | None = None, pause_timeout: float = PAUSE_TIMEOUT,
            mode: str = "append", fsync: bool = False, checkpoint_every: int = fmt.CHECKPOINT_EVERY,
            on_step_written: Callable[[Step], None] | None = None, expected: str | None = None,
            approve: Any = None) -> Recorder:
@@ -173,7 +176,11 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
     of an ``ApprovalRequest`` returning a ``Decision`` (or True / False), ``"always"`` or
     ``"never"``; without it such a call raises ``ApprovalRequired``. Tools with an
     ``idempotency_key`` run once per key in the trace: appending to a trace reads the
-    earlier runs' results first."""
+    earlier runs' results first.
+    ``attach``: let a debugger open on the trace pause the agent at its breakpoints (a
+    socket beside the trace, see ``Recorder.attach``); ``"wait"``: and the first step
+    waits for one to attach; None: as the ``AGENTDBG_ATTACH`` environment variable says
+    (``1`` or ``wait``). ``pause_timeout``: seconds a paused (or waiting) agent waits."""
     guards = _guard_set(max_steps, repeat, repeat_threshold, max_consecutive_errors, token_budget)
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, tool_timeout)
     approver = approver_from(approve)
@@ -186,8 +193,16 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
     except BaseException:
         writer.close()
         raise
-    return Recorder(writer, task, registry=registry, guards=guards, name=name, source=source, policy=policy,
-                    on_step_written=on_step_written, expected=expected, approver=approver, journal=journal)
+    recorder = Recorder(writer, task, registry=registry, guards=guards, name=name, source=source, policy=policy,
+                        on_step_written=on_step_written, expected=expected, approver=approver, journal=journal)
+    attaching = attach_requested(attach)
+    if attaching is not None:
+        try:
+            recorder.attach(pause_timeout=pause_timeout, wait=attaching == "wait")
+        except BaseException:
+            writer.close()
+            raise
+    return recorder
 
 
 def _guard_set(max_steps: int | None, repeat: str | RepetitionGuard, threshold: int | None,
@@ -234,6 +249,8 @@ class Recorder:
     of operation keys used before (``record`` reads them from the trace it appends to).
 
     Thread-safe: tools may report from other threads."""
+
+    _channel: Any = None  # an attached debugger's channel (attach())
 
     def __init__(self, writer: TraceWriter, task: str = "", *, registry: ToolRegistry | None = None,
                  guards: GuardSet | None = None, name: str = "", source: str = "", policy: str = POLICY,
@@ -307,6 +324,24 @@ class Recorder:
                 if isinstance(spec, dict) and isinstance(spec.get("name"), str) and not self._started:
                     if all(s["name"] != spec["name"] for s in self._extra_specs):
                         self._extra_specs.append(ev.jsonable(spec))
+
+    def attach(self, *, pause_timeout: float = PAUSE_TIMEOUT, wait: bool = False) -> None:
+        """Listen for a debugger beside the trace (``FILE.agentdbg.sock``): one open on the
+        trace can then pause the agent after a step it breaks at, until the user goes on,
+        ``pause_timeout`` seconds pass, or it detaches; each pause is written to the trace
+        as a ``pause`` event. ``wait``: the first step waits (``pause_timeout`` at most)
+        for a debugger to attach. Raises ``agentdbg.attach.protocol.ChannelError`` when
+        the socket cannot be made there. See docs/recorder.md."""
+        from agentdbg.attach.agent import AgentChannel
+
+        with self._lock:
+            if self._channel is None:
+                self._channel = AgentChannel(self._writer.path, pause_timeout=pause_timeout, wait=wait)
+
+    @property
+    def channel(self) -> Any:
+        """The debugger's channel (``agentdbg.attach.agent.AgentChannel``), once attached."""
+        return self._channel
 
     def wrap(self, client: Any) -> Any:
         """An ``openai`` or ``anthropic`` SDK client (sync or async) that records each model
@@ -452,6 +487,7 @@ class Recorder:
                 self.end()
             finally:
                 self._writer.close()
+                self._detach()
 
     def __enter__(self) -> Recorder:
         return self
@@ -468,7 +504,13 @@ class Recorder:
                 pass
             finally:
                 self._writer.close()
+                self._detach()
         return False
+
+    def _detach(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
 
     # --- the queue of steps --------------------------------------------------------------
 
@@ -602,6 +644,11 @@ class Recorder:
         # the loop's thread, before the loop goes on; a hook that blocks pauses the agent.
         if self.on_step_written is not None:
             self.on_step_written(step)
+        if self._channel is not None and step.number is not None:
+            # An attached debugger may hold the agent here; the pause is written to the step.
+            pause = self._channel.step_written(step.number, self._writer.end_offset, ended=self.outcome is not None)
+            if pause is not None:
+                self._write(pause.event())
 
     def _finish(self, outcome: Outcome) -> None:
         self._start()

@@ -220,7 +220,19 @@ class StepRecord:
             lines.append(("Raw", f"{record.source}: {record.note}".strip(": ")))
         if self.tripped is not None:
             lines.append(("Guard", self.tripped.message))
+        for event in self.events:  # a debugger held the agent here (agentdbg.attach)
+            if isinstance(event, ev.Paused):
+                lines.append(("Paused", pause_text(event)))
         return lines
+
+
+def pause_text(event: ev.Paused) -> str:
+    """``the agent waited 12.3 s here for the debugger (tool error: ...); resumed``."""
+    why = f" ({event.reason})" if event.reason else ""
+    ended = {"resumed": "then the debugger resumed it", "timeout": "then it went on by itself (pause_timeout)",
+             "detached": "then the debugger detached and it went on"}.get(event.ended, event.ended)
+    waited = event.waited if isinstance(event.waited, (int, float)) and not isinstance(event.waited, bool) else 0
+    return f"the agent waited {waited:.1f} s here for the debugger{why}; {ended}"
 
 
 def _counted(counts: dict, key: str | None) -> dict:

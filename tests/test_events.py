@@ -33,6 +33,7 @@ EXAMPLES = [
     ev.RunEnd(step=1, outcome="answered", answer="2", steps=1, guard=None, message=""),
     ev.Checkpoint(step=256, state={"v": 1}),
     ev.RawRecord(step=2, source="openai", data={"role": "x"}, note="unmapped"),
+    ev.Paused(step=2, waited=1.5, ended="timeout", reason="tool error: boom"),
 ]
 
 
@@ -71,6 +72,8 @@ def test_fields_at_their_default_are_not_written():
         ({"type": "memory_recall", "step": 1, "query": "q", "results": [{"text": "a"}]}, "field 'results' should be a list of"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": ["calc"]}, "field 'tools' should be a list of tool specs"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": [{"name": "c", "params": []}]}, "params as an object"),
+        ({"type": "pause", "step": 2, "ended": "later"}, "field 'ended' should be one of resumed, timeout, detached"),
+        ({"type": "pause", "step": 2, "waited": -1}, "field 'waited' should be a number of seconds"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": None}, "field 'tools' should be list, got NoneType"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": True}, "field 'tools' should be list, got bool"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": 5}, "field 'tools' should be list, got int"),

@@ -22,7 +22,7 @@ SUBCOMMANDS = {
     "show": "print a run's transcript, step by step",
     "check": "exit 1 when a run hits errors, repeats or budgets (for CI)",
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
-    "convert": "convert a run saved by another agent stack into an agentdbg trace",
+    "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
 }
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-from agentdbg.cli import render
+from agentdbg.cli import following, render
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.state import StepRecord
 from agentdbg.text import one_line
@@ -139,6 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-report", type=int, default=10, metavar="N",
                         help="list at most N occurrences of each condition per run (all are counted; default 10)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    following.add_follow_argument(parser, "check each step (exit 1 at the first failure)")
 
 
 def parse_fail_on(text: str) -> list[str]:
@@ -156,11 +157,11 @@ def run(args: argparse.Namespace) -> int:
     except render.InputError as exc:
         return render.fail("check", str(exc))
     try:
-        document = render.open_input(args)
+        document = following.open_following(args, "check") if args.follow else render.open_input(args)
     except render.InputError as exc:
         return render.fail("check", str(exc))
     try:
-        result = _check(document, names, args)
+        result = following.check(document, names, CONDITIONS, args) if args.follow else _check(document, names, args)
     except render.InputError as exc:
         code = render.fail("check", str(exc))
         render.print_problems(document.problems, document.path, "check")

@@ -17,8 +17,10 @@ an I/O error): the run stops there and the trace keeps every event written befor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.text import Text
@@ -42,9 +44,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=None, metavar="N",
                         help=f"write the derived state every N steps (default {CHECKPOINT_EVERY}), so readers can start there")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing when all goes well")
+    parser.add_argument("--attach", nargs="?", const="on", choices=("on", "wait"), metavar="wait",
+                        help="let a debugger open on TRACE pause the run at its breakpoints (a socket beside it, "
+                             "TRACE.agentdbg.sock); --attach wait: the first step waits for one to attach")
+    parser.add_argument("--pause-timeout", type=float, default=None, metavar="SECONDS",
+                        help="with --attach: how long a paused run waits for the debugger before going on "
+                             "(default 600)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentdbg.attach.agent import run_plan_attached
+    from agentdbg.attach.protocol import ChannelError
     from agentdbg.documents import check_approval, command_line_approver
     from agentdbg.files import OpenError, check_regular
     from agentdbg.plans import load_plan, looks_like_plan
@@ -54,6 +64,15 @@ def run(args: argparse.Namespace) -> int:
     plan_path, output = Path(args.plan), Path(args.output)
     if args.force and args.append:
         return render.fail("record", "--force and --append: choose one")
+    if args.pause_timeout is not None:
+        from agentdbg.attach.agent import checked_timeout
+
+        if not args.attach:
+            return render.fail("record", "--pause-timeout is for --attach: a paused run waits that long")
+        try:
+            checked_timeout(args.pause_timeout, "--pause-timeout")
+        except ValueError as exc:
+            return render.fail("record", str(exc))
     try:  # a named pipe or a device is named as such, not called "not a plan"
         check_regular(plan_path, what="a plan")
     except OpenError as exc:
@@ -84,10 +103,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return render.fail("record", f"cannot write {output}: {exc.strerror or exc}")
     try:
-        with writer:
+        with writer, _channel(args, output, writer) as channel:
             # Read under the lock, before this run adds to it: what earlier runs did.
             journal = read_journal(writer.target) if plan.keyed_tools else None
-            trace = plan.run(on_event=writer.write, approver=command_line_approver(args.approve), journal=journal)
+            approver = command_line_approver(args.approve)
+            if channel is None:
+                trace = plan.run(on_event=writer.write, approver=approver, journal=journal)
+            else:
+                trace = run_plan_attached(plan, writer, channel, approver=approver, journal=journal)
+    except ChannelError as exc:
+        return render.fail("record", f"--attach: {exc}")
     except TraceWriteError as exc:  # the run stops at the first event it could not write
         render.fail("record", str(exc))
         return 1
@@ -107,6 +132,26 @@ def run(args: argparse.Namespace) -> int:
         render.make_console().print(line, soft_wrap=True)
     sys.stdout.flush()
     return 0
+
+
+@contextlib.contextmanager
+def _channel(args: argparse.Namespace, output: Path, writer: object) -> Iterator[object]:
+    """The debugger's channel beside the trace with --attach (closed at the end), else None."""
+    if not args.attach:
+        yield None
+        return
+    from agentdbg.attach.agent import AgentChannel
+    from agentdbg.attach.protocol import PAUSE_TIMEOUT
+
+    timeout = PAUSE_TIMEOUT if args.pause_timeout is None else args.pause_timeout
+    channel = AgentChannel(output, pause_timeout=timeout, wait=args.attach == "wait")
+    try:
+        if not args.quiet:
+            print(f"agentdbg record: a debugger can attach: agentdbg {one_line(str(output), 300)}",
+                  file=render.terminal_stream(sys.stderr), flush=True)
+        yield channel
+    finally:
+        channel.close()
 
 
 def _same_file(output: Path, plan: Path) -> bool:

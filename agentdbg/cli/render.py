@@ -41,6 +41,7 @@ LABEL_STYLES = {
     "Error": "bold red",
     "Raw": "magenta",
     "Guard": "bold yellow",
+    "Paused": "yellow",
     "Approval": "bold magenta",
     "Replayed": "bold blue",
     "Operation": "bold blue",
@@ -75,7 +76,7 @@ def open_input(args: argparse.Namespace) -> Document:
     try:
         return open_document(args.file, format=args.format, allow_code=args.allow_code,
                              allow_network=getattr(args, "allow_network", False), live=False,
-                             approve=getattr(args, "approve", None))
+                             follow=getattr(args, "follow", False), approve=getattr(args, "approve", None))
     except ModuleNotFoundError as exc:  # no importers in this installation
         if exc.name and exc.name.startswith("agentdbg.importers"):
             raise InputError(f"{args.file}: not an agentdbg trace or plan") from None

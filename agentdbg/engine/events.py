@@ -265,6 +265,22 @@ class RawRecord(Event):
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Paused(Event):
+    """A debugger attached to the recording paused the agent after this step: for
+    ``waited`` seconds, until ``ended``: ``resumed`` (the user went on), ``timeout`` (the
+    recorder's ``pause_timeout`` passed) or ``detached`` (the debugger went away).
+    ``reason`` is why the debugger stopped there."""
+
+    type: ClassVar[str] = "pause"
+    waited: float = 0.0
+    ended: str = "resumed"
+    reason: str = ""
+
+
+PAUSE_ENDINGS = ("resumed", "timeout", "detached")
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -285,6 +301,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunEnd,
         Checkpoint,
         RawRecord,
+        Paused,
     )
 }
 
@@ -370,6 +387,16 @@ def _check_verdict(value: dict) -> str | None:
     return None
 
 
+def _check_seconds(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        return "should be a number of seconds"
+    return None
+
+
+def _check_pause_ending(value: Any) -> str | None:
+    return None if value in PAUSE_ENDINGS else f"should be one of {', '.join(PAUSE_ENDINGS)}"
+
+
 def _check_decision(value: str) -> str | None:
     return None if value in DECISIONS else f"should be one of {', '.join(DECISIONS)}"
 
@@ -394,6 +421,8 @@ _NESTED = {
     (MemoryRecall, "results"): _check_results,
     (RunStart, "tools"): _check_tools,
     (RunEnd, "verdict"): _check_verdict,
+    (Paused, "waited"): _check_seconds,
+    (Paused, "ended"): _check_pause_ending,
     (Approval, "decision"): _check_decision,
     (Observation, "replayed"): _check_replayed,
 }

@@ -233,6 +233,12 @@ class TraceWriter:
         except OSError:
             pass  # the cut line stays; a reader reports it as incomplete
 
+    @property
+    def end_offset(self) -> int:
+        """Where the last line written whole ends in the file (the file's size, as this
+        writer is its only one): a reader that has read this far has every event written."""
+        return self._complete
+
     def close(self) -> None:
         """Flush (and with ``fsync``, force to disk), then release the file. Raises
         ``TraceWriteError`` if that fails, unless a write already reported a failure."""

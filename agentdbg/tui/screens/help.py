@@ -16,13 +16,15 @@ from agentdbg.debugger.filters import FILTER_HELP
 from agentdbg.tui.commands import COMMANDS, GROUPS
 from agentdbg.tui.screens.approval import APPROVAL_KEYS
 
+GROUP_NOTES = {"Live": "(a trace still being written; its agent can be paused when it was recorded with attach)"}
+
 
 def help_text() -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
     for group in GROUPS:
-        table.add_row(Text(group, style="bold underline"), "")
+        table.add_row(Text(group, style="bold underline"), Text(GROUP_NOTES.get(group, ""), style="dim"))
         for command in COMMANDS:
             if command.group == group:
                 table.add_row(Text(command.shown_keys), Text(command.help))

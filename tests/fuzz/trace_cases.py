@@ -1,10 +1,10 @@
 """Mutations of recorded traces: every field of every event type, by type, and whole events
 dropped, duplicated, moved, retyped or mangled.
 
-The recorded traces (the sample plans, memory plans included) hold every event type but
-``raw``, and leave out fields still at their default: one synthetic ``raw`` event is
-added, and each event is also mutated with its absent fields present, so no field of
-``docs/events.md`` goes untried.
+The recorded traces (the sample plans, memory plans included) hold most event types, and
+leave out fields still at their default: an event of each type they lack (``raw``, a
+debugger's ``pause``) is added, and each event is also mutated with its absent fields
+present, so no field of ``docs/events.md`` goes untried.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ TRACE_NAME = "run.jsonl"
 # Dict fields whose keys are data (argument, parameter and tool names): one shape for all keys.
 KEYED_BY_DATA = {("action", "args"), ("run_start", "tools", "[]", "params"),
                  ("checkpoint", "state", "tool_calls")}
-# The synthetic raw event (no recorded trace holds one); it goes into step 1.
-RAW_EVENT = {"type": "raw", "step": 1, "source": "fuzz", "data": {"k": "v", "n": 1}, "note": "a raw record"}
+# Events of the types no recorded trace holds, written into step 1 (a debugger's pause
+# happens only live); any other type missing from the recordings gets one made from its fields.
+SYNTHETIC_EVENTS = {
+    "raw": {"type": "raw", "step": 1, "source": "fuzz", "data": {"k": "v", "n": 1}, "note": "a raw record"},
+    "pause": {"type": "pause", "step": 1, "waited": 2.5, "ended": "timeout", "reason": "breakpoint: step 1"},
+}
 
 
 class Traces:
@@ -38,12 +42,15 @@ class Traces:
             self._lines[name] = (self.directory / f"{name}.jsonl").read_bytes().splitlines()
         return list(self._lines[name])
 
-    def with_raw_event(self, name: str) -> list[bytes]:
-        """The trace with RAW_EVENT right after its first step line."""
+    def with_event(self, name: str, event: dict) -> list[bytes]:
+        """The trace with ``event`` right after its first step line."""
         lines = self.lines(name)
         first_step = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"step"'))
-        lines.insert(first_step + 1, values.dumps(RAW_EVENT).encode())
+        lines.insert(first_step + 1, values.dumps(event).encode())
         return lines
+
+    def recorded_types(self) -> set[str]:
+        return {json.loads(line).get("type") for name in self.names for line in self.lines(name)}
 
 
 def _absent_value(annotation: str):
@@ -55,6 +62,8 @@ def _absent_value(annotation: str):
         return True
     if text == "int":
         return 1
+    if text == "float":
+        return 1.5
     if text.startswith("list"):
         return ["x"]
     if text.startswith("dict"):
@@ -83,15 +92,23 @@ def _shape_key(event_type: str, shape: tuple) -> tuple:
     return shape
 
 
+def synthetic_events(traces: Traces) -> list[dict]:
+    """An event of each type the recorded traces do not hold."""
+    recorded = traces.recorded_types()
+    return [SYNTHETIC_EVENTS.get(kind) or with_absent_fields({"type": kind, "step": 1})
+            for kind in ev.EVENT_TYPES if kind not in recorded]
+
+
 def _occurrences(traces: Traces):
-    """(trace name, lines, line index, event) for every event of every trace, the raw one included."""
+    """(trace name, lines, line index, event) for every event of every trace, and for an
+    event of each type they do not hold, written into the first trace."""
     for name in traces.names:
         for index, line in enumerate(traces.lines(name)):
             yield name, None, index, json.loads(line)
     name = traces.names[0]
-    lines = traces.with_raw_event(name)
-    index = lines.index(values.dumps(RAW_EVENT).encode())
-    yield name, lines, index, RAW_EVENT
+    for event in synthetic_events(traces):
+        lines = traces.with_event(name, event)
+        yield name, lines, lines.index(values.dumps(event).encode()), event
 
 
 def field_cases(traces: Traces) -> list[Case]:

@@ -134,3 +134,23 @@ def test_run_end_carries_a_graders_verdict_through_json():
 def test_run_end_refuses_a_verdict_of_the_wrong_shape(verdict):
     with pytest.raises(ValueError, match="verdict"):
         ev.event_from_dict({"type": "run_end", "step": 1, "outcome": "answered", "verdict": verdict})
+
+
+def test_data_nested_deeper_than_the_stack_allows_is_kept_whole():
+    deep: dict = {"leaf": (1, "x")}
+    for _ in range(5_000):
+        deep = {"a": [deep], 1: "one", "1": "string one"}
+    event = ev.RawRecord(step=1, source="saved run", data=deep)
+    out = event.to_dict()["data"]
+    depth = 0
+    while "a" in out:
+        assert out["1"] == "string one"  # the later of two keys that read the same wins, as shallow
+        out = out["a"][0]
+        depth += 1
+    assert depth == 5_000 and out == {"leaf": [1, "x"]}
+    assert ev.jsonable({1: "one", "1": "string one"}) == {"1": "string one"}
+
+
+def test_a_null_verdict_is_a_run_end_without_one():
+    end = ev.event_from_dict({"type": "run_end", "step": 2, "outcome": "answered", "verdict": None})
+    assert end == ev.RunEnd(step=2, outcome="answered")

@@ -18,13 +18,38 @@ SCHEMA_VERSION = 1
 
 def jsonable(value: Any) -> Any:
     """Coerce a value into plain JSON types (tuples become lists, the rest becomes text)."""
+    try:
+        return _jsonable(value)
+    except RecursionError:  # nested deeper than the stack allows (a saved run's data can be)
+        return _jsonable_without_recursion(value)
+
+
+def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
+        return [_jsonable(v) for v in value]
     return repr(value)
+
+
+def _jsonable_without_recursion(value: Any) -> Any:
+    root: list[Any] = [None]
+    pending: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (value, where it goes, under which key)
+    while pending:
+        item, container, key = pending.pop()
+        if item is None or isinstance(item, (bool, int, float, str)):
+            container[key] = item
+        elif isinstance(item, dict):
+            container[key] = out = {str(k): None for k in item}
+            pending.extend((v, out, str(k)) for k, v in reversed(item.items()))  # in order: the last key wins
+        elif isinstance(item, (list, tuple)):
+            container[key] = out = [None] * len(item)
+            pending.extend((v, out, index) for index, v in enumerate(item))
+        else:
+            container[key] = repr(item)
+    return root[0]
 
 
 @dataclass(frozen=True)

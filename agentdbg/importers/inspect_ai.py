@@ -108,6 +108,7 @@ def _convert_eval(data: bytes, name: str) -> ImportResult:
         raise NotImportable(f"{name}: {exc}") from None
     if archive.damage:
         src.problem(archive.damage)
+    problems_before = len(src.problems)
     header = _member_json(src, archive, "header.json")
     if header is None:
         header = _member_json(src, archive, "_journal/start.json")
@@ -116,6 +117,10 @@ def _convert_eval(data: bytes, name: str) -> ImportResult:
             src.problem("no header.json: the evaluation did not finish (it stopped or is still "
                         "running); its samples are read from the archive")
     if header is None:
+        present = [member for member in ("header.json", "_journal/start.json") if member in archive.members]
+        if present:  # there, but not readable: say why (encrypted, too big, damaged...)
+            reasons = "; ".join(problem.message for problem in src.problems[problems_before:]) or "it holds null"
+            raise NotImportable(f"{name}: cannot read the Inspect log's header: {reasons}")
         raise NotImportable(f"{name}: a zip archive without header.json or _journal/start.json: "
                             "not an Inspect .eval log")
     samples = []

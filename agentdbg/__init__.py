@@ -8,6 +8,10 @@ _LAZY = {
     "Recorder": "agentdbg.recorder",
     "RunEnded": "agentdbg.recorder",
     "Tool": "agentdbg.engine.tools",
+    "dangerous": "agentdbg.engine.tools",
+    "Decision": "agentdbg.engine.approval",
+    "ApprovalRequest": "agentdbg.engine.approval",
+    "ApprovalRequired": "agentdbg.recorder",
 }
 __all__ = ["__version__", *_LAZY]
 

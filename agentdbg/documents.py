@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentdbg.engine.approval import APPROVE_CHOICES, Approver, always, never
 from agentdbg.files import OpenError, read_head, unreadable_text
 from agentdbg.plans import Plan, load_plan, looks_like_plan
 from agentdbg.runs import Document, EventRun, LiveRun
@@ -19,14 +20,17 @@ __all__ = ["OpenError", "open_document", "plan_document", "run_plan_to_end"]
 HEAD_BYTES = 64 * 1024  # what telling a trace or a binary file apart looks at
 
 
-def plan_document(plan: Plan, path: str = "") -> Document:
-    run = LiveRun(lambda on_event: plan.start(on_event), title=plan.name)
+def plan_document(plan: Plan, path: str = "", approver: Approver | None = None) -> Document:
+    """The plan as a live run, stepped on demand; ``approver`` decides on its dangerous
+    calls (the debugger's dialog when None)."""
+    run = LiveRun(lambda on_event, approve: plan.start(on_event, approver=approve), title=plan.name,
+                  approver=approver)
     return Document(path or str(plan.path or plan.name), "plan", [run])
 
 
-def run_plan_to_end(plan: Plan, path: str = "") -> Document:
+def run_plan_to_end(plan: Plan, path: str = "", approver: Approver | None = None) -> Document:
     """A plan run to the end up front (for headless commands)."""
-    trace = plan.run()
+    trace = plan.run(approver=approver)
     return Document(path or str(plan.path or plan.name), "plan", [EventRun(trace.events, plan.name)])
 
 
@@ -39,11 +43,35 @@ def _binary_format_reads(head: bytes, path: Path, format: str | None) -> bool:
     except ModuleNotFoundError:  # no importers in this installation
         return False
     return importers.binary_format(head, str(path), format) is not None
+def command_line_approver(approve: str | None) -> Approver | None:
+    """``--approve always|never`` as an approver (None: nobody decided in advance)."""
+    if approve is None:
+        return None
+    if approve not in APPROVE_CHOICES:
+        raise ValueError(f"--approve must be always or never, got {approve!r}")
+    return always() if approve == "always" else never()
+
+
+def check_approval(plan: Plan, approve: str | None, path: str | Path = "") -> None:
+    """A plan with dangerous tools runs without a screen only when ``--approve`` says in
+    advance what happens to their calls: raise OpenError saying why, otherwise."""
+    if not plan.dangerous_tools or approve is not None:
+        return
+    names = ", ".join(plan.dangerous_tools)
+    which = f"tool {names} is" if len(plan.dangerous_tools) == 1 else f"tools {names} are"
+    raise OpenError(f"{path or plan.path or plan.name}: the plan's {which} dangerous: each call waits for a "
+                    "decision, and nobody is here to make it; pass --approve always (run every call) or "
+                    "--approve never (deny every call: the policy reads the denial), or open the plan in the "
+                    "debugger to decide each call")
 
 
 def open_document(path: str | Path, *, format: str | None = None, allow_code: bool = False,
-                  allow_network: bool = False, live: bool = True) -> Document:
-    """Open ``path``; ``format`` forces an importer (or "plan" / "trace")."""
+                  allow_network: bool = False, live: bool = True, follow: bool | None = None,
+                  approve: str | None = None) -> Document:
+    """Open ``path``; ``format`` forces an importer (or "plan" / "trace"). ``live``: a plan
+    runs step by step; ``follow`` (default: ``live``): a trace grows as it is written.
+    ``approve`` (``always`` or ``never``) decides a plan's dangerous calls in advance: a
+    plan with such tools is not run to the end without it."""
     path = Path(path)
     head = read_head(path, HEAD_BYTES, what="a trace, a plan or a saved run")
     if not head:
@@ -56,9 +84,13 @@ def open_document(path: str | Path, *, format: str | None = None, allow_code: bo
         raise OpenError(f"{path}: is {unreadable}")
     if format == "plan" or (format is None and looks_like_plan(path)):
         plan = load_plan(path, allow_code=allow_code, allow_network=allow_network)
-        return plan_document(plan, str(path)) if live else run_plan_to_end(plan, str(path))
+        approver = command_line_approver(approve)
+        if live:
+            return plan_document(plan, str(path), approver)
+        check_approval(plan, approve, path)
+        return run_plan_to_end(plan, str(path), approver)
     if format == "trace" or (format is None and is_trace):
-        return reader.open_trace(path)
+        return reader.open_trace(path, follow=live if follow is None else follow)
     from agentdbg import importers
 
     return importers.open_import(path, format=format)

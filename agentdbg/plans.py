@@ -20,11 +20,13 @@ from typing import Any
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun, ReActAgent, Trace
+from agentdbg.engine.approval import Approver
 from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
+from agentdbg.engine.journal import OperationJournal
 from agentdbg.engine.memory import RECALL_QUERIES, TieredMemory
 from agentdbg.engine.memory_embedding import HashedBagOfWords
 from agentdbg.engine.memory_summary import SUMMARIZERS
-from agentdbg.engine.mock_tools import KeyValueStore, calculator, scripted, table_lookup
+from agentdbg.engine.mock_tools import KeyValueStore, calculator, pretend, scripted, table_lookup
 from agentdbg.engine.model_http import check_base_url, check_env_name, key_over_plain_http
 from agentdbg.engine.model_policies import MODEL_POLICIES, ModelPolicy
 from agentdbg.engine.parsers import PARSERS
@@ -40,7 +42,7 @@ from agentdbg.engine.policies import (
 from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
 from agentdbg.files import OpenError, read_bounded, read_head, size_text
 
-TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted")
+TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted", "pretend", "python")
 POLICY_KINDS = ("outputs", "plan", "script", "rules", "python", "openai", "anthropic")
 MODEL_KEYS = ("kind", "model", "base_url", "api_key_env", "format", "tool_calling", "temperature", "max_tokens",
               "timeout", "retries", "backoff", "instructions")
@@ -55,7 +57,9 @@ class PlanError(ValueError):
 
 @dataclass
 class Plan:
-    """A loaded plan. ``build_agent`` makes a fresh agent (fresh tool state) each time."""
+    """A loaded plan. ``build_agent`` makes a fresh agent (fresh tool state) each time.
+    ``dangerous_tools`` wait for a decision before each call (``approver``; without one,
+    each call is denied); ``keyed_tools`` have an operation key."""
 
     name: str
     task: str
@@ -63,12 +67,20 @@ class Plan:
     path: Path | None
     config: dict[str, Any] = field(repr=False)
     build_agent: Callable[[], ReActAgent] = field(repr=False)
+    dangerous_tools: list[str] = field(default_factory=list)
+    keyed_tools: list[str] = field(default_factory=list)
 
-    def start(self, on_event: Callable[[ev.Event], None] | None = None) -> AgentRun:
-        return self.build_agent().start(self.task, on_event)
+    def start(self, on_event: Callable[[ev.Event], None] | None = None, approver: Approver | None = None,
+              journal: OperationJournal | None = None) -> AgentRun:
+        agent = self.build_agent()
+        agent.approver = approver
+        return agent.start(self.task, on_event, journal)
 
-    def run(self, on_event: Callable[[ev.Event], None] | None = None) -> Trace:
-        return self.build_agent().run(self.task, on_event)
+    def run(self, on_event: Callable[[ev.Event], None] | None = None, approver: Approver | None = None,
+            journal: OperationJournal | None = None) -> Trace:
+        agent = self.build_agent()
+        agent.approver = approver
+        return agent.run(self.task, on_event, journal)
 
 
 def looks_like_plan(path: Path) -> bool:
@@ -201,7 +213,7 @@ class _Builder:
         policy_spec = self.want(data, "policy", dict, "")
         memory_spec = self.want(data, "memory", dict, "", default=None)
         # Validate everything now, so a broken plan fails at load, not at step 3.
-        self.tools(tool_specs)
+        tools = self.tools(tool_specs)
         self.policy(policy_spec)
         guard_kwargs = self.guards(guards)
         if memory_spec is not None:
@@ -222,7 +234,9 @@ class _Builder:
                 expected=expected,
             )
 
-        return Plan(name, task, description, self.path, data, build_agent)
+        return Plan(name, task, description, self.path, data, build_agent,
+                    dangerous_tools=[tool.name for tool in tools if tool.dangerous],
+                    keyed_tools=[tool.name for tool in tools if tool.idempotency_key is not None])
 
     def guards(self, spec: dict) -> dict[str, Any]:
         known = {"max_steps", "repeat", "repeat_threshold", "max_consecutive_errors", "token_budget", "tool_timeout"}
@@ -271,7 +285,8 @@ class _Builder:
             names.add(name)
             kind = self.want(spec, "kind", str, "tools", index, label=label)
             description = self.want(spec, "description", str, "tools", index, default="", label=label)
-            dangerous = self.want(spec, "dangerous", bool, "tools", index, default=False, label=label)
+            dangerous = self.want(spec, "dangerous", bool, "tools", index, default=None, label=label)
+            key = self.want(spec, "idempotency_key", (str, list), "tools", index, default=None, label=label)
             timeout = self.timeout(spec, "timeout", "tools", index, label=label)
             if kind == "calculator":
                 tool = calculator(name, self.want(spec, "param", str, "tools", index, default="expression", label=label), description)
@@ -290,13 +305,52 @@ class _Builder:
                     tool = scripted(name, responses, params, description)
                 except ValueError as exc:
                     raise self.where.error(f"{label}: {exc}", "tools", index) from None
+            elif kind == "pretend":
+                params = self.want(spec, "params", dict, "tools", index, default={}, label=label)
+                reply = self.want(spec, "reply", str, "tools", index, label=label)
+                try:
+                    tool = pretend(name, params, reply, description)
+                except ValueError as exc:
+                    raise self.where.error(f"{label}: {exc}", "tools", index) from None
+            elif kind == "python":
+                tool = self.python_tool(spec, name, description, index, label)
             else:
                 raise self.where.error(f"{label}: unknown kind {kind!r}; use one of {', '.join(TOOL_KINDS)}", "tools", index, "kind")
-            tool.dangerous = dangerous
+            if dangerous is not None:
+                tool.dangerous = dangerous
+            if key is not None:
+                if isinstance(key, list) and not all(isinstance(item, str) for item in key):
+                    raise self.where.error(f"{label}: idempotency_key should be a parameter name or a list of them",
+                                           "tools", index, "idempotency_key")
+                try:
+                    tool.idempotency_key = key
+                except (TypeError, ValueError) as exc:
+                    message = str(exc).removeprefix(f"tool {name!r}: ")
+                    raise self.where.error(f"{label}: {message}", "tools", index, "idempotency_key") from None
             if timeout is not None:
                 tool.timeout = float(timeout)
             tools.append(tool)
         return tools
+
+    def python_tool(self, spec: dict, name: str, description: str, index: int, label: str) -> Tool:
+        """kind = "python": a tool from a function (``callable = "module:function"``), described
+        from its type hints. Runs code, so it must be declared and allowed, as a python policy."""
+        target = self.want(spec, "callable", str, "tools", index, label=label)
+        if self.data.get("executes_code") is not True:
+            raise self.where.error(f"{label}: a python tool runs code; the plan must say executes_code = true",
+                                   "tools", index, "kind")
+        if not self.allow_code:
+            raise self.where.error(f"this plan runs Python code ({target}); run it only if you trust it, with --allow-code",
+                                   "tools", index, "callable")
+        module_name, _, attr = target.partition(":")
+        try:
+            fn = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise self.where.error(f"{label}: cannot load {target!r}: {exc}", "tools", index, "callable") from None
+        try:
+            return Tool.from_function(fn, name=name, description=description or None)
+        except (TypeError, ValueError) as exc:
+            raise self.where.error(f"{label}: {exc}", "tools", index, "callable") from None
 
     def policy(self, spec: dict) -> Policy:
         kind = self.want(spec, "kind", str, "policy")

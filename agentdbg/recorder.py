@@ -22,12 +22,15 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from agentdbg.attach.agent import attach_requested
+from agentdbg.attach.protocol import PAUSE_TIMEOUT
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import Outcome
+from agentdbg.engine.approval import Approver, Decision, approver_from
 from agentdbg.engine.guards import (
     ErrorBudget,
     GuardSet,
@@ -37,6 +40,8 @@ from agentdbg.engine.guards import (
     shown_call,
     unreadable_signature,
 )
+from agentdbg.engine.journal import OperationJournal
+from agentdbg.engine.operations import gated_dispatch
 from agentdbg.engine.parsers import Action
 from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
 from agentdbg.engine.verdicts import judge_answer
@@ -50,9 +55,10 @@ from agentdbg.recorder_inputs import (
     usage_tokens,
 )
 from agentdbg.trace import format as fmt
+from agentdbg.trace.journal import read_journal
 from agentdbg.trace.writer import TraceWriter
 
-__all__ = ["Recorder", "RunEnded", "Step", "record", "usage_tokens"]
+__all__ = ["ApprovalRequired", "Recorder", "RunEnded", "Step", "record", "usage_tokens"]
 
 TOOL_ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout")
 REPEAT_MODES = ("off", "any", "consecutive")
@@ -70,6 +76,11 @@ class RunEnded(BaseException):  # noqa: N818 - a signal, like GeneratorExit, not
         super().__init__(describe_outcome(outcome))
         self.recorder = recorder
         self.outcome = outcome
+
+
+class ApprovalRequired(ValueError):
+    """``rec.call`` was asked to run a dangerous tool, and the recorder has no approver
+    (``record(approve=...)``, or ``rec.approver``): it refuses, before recording the call."""
 
 
 def describe_outcome(outcome: Outcome) -> str:
@@ -96,12 +107,17 @@ class Step:
     observation: str | None = None
     error: ToolError | None = None  # the tool call failed: unknown tool, bad arguments, exception, timeout
     value: Any = None  # what the tool returned, when the recorder ran it
+    decision: Decision | None = None  # how a call to a dangerous tool was decided
+    key: str = ""  # the call's operation key, for a tool with an idempotency_key
+    replayed: dict | None = None  # the observation is that key's recorded result: the tool did not run
     counters: ev.GuardCounters | None = None
     trip: Trip | None = None
     closed: bool = False
     _observed: bool = field(default=False, repr=False)
     _error_observation: bool = field(default=False, repr=False)
     _recorder: Recorder | None = field(default=None, repr=False)
+    _held: list = field(default_factory=list, repr=False)  # approval and operation events before the step opens
+    _note: str = field(default="", repr=False)  # follows the observation (edited arguments)
 
     @property
     def is_error(self) -> bool:
@@ -138,8 +154,10 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
            max_steps: int | None = None, repeat: str | RepetitionGuard = "off", repeat_threshold: int | None = None,
            max_consecutive_errors: int | None = None, token_budget: int | None = None,
            tool_timeout: float | None = None, name: str = "", source: str = "", policy: str = POLICY,
+           attach: bool | str | None = None, pause_timeout: float = PAUSE_TIMEOUT,
            mode: str = "append", fsync: bool = False, checkpoint_every: int = fmt.CHECKPOINT_EVERY,
-           on_step_written: Callable[[Step], None] | None = None, expected: str | None = None) -> Recorder:
+           on_step_written: Callable[[Step], None] | None = None, expected: str | None = None,
+           approve: Any = None) -> Recorder:
     """Record one run of your own loop to the trace at ``path`` (see ``Recorder``).
 
     ``tools``: plain functions (described from their type hints), ``Tool`` objects, or a
@@ -153,13 +171,38 @@ def record(path: str | Path, task: str = "", *, tools: Iterable[Any] | ToolRegis
     ``"create"`` refuses a file that is not empty, ``"replace"`` empties a trace.
     ``on_step_written(step)`` is called after each step's last event is written.
     ``expected``: the right answer, when you know it: the run's end then says whether the
-    final answer matches it (exactly, once whitespace and case are normalised)."""
+    final answer matches it (exactly, once whitespace and case are normalised).
+    ``approve`` decides on each ``rec.call`` of a dangerous tool before it runs: a function
+    of an ``ApprovalRequest`` returning a ``Decision`` (or True / False), ``"always"`` or
+    ``"never"``; without it such a call raises ``ApprovalRequired``. Tools with an
+    ``idempotency_key`` run once per key in the trace: appending to a trace reads the
+    earlier runs' results first.
+    ``attach``: let a debugger open on the trace pause the agent at its breakpoints (a
+    socket beside the trace, see ``Recorder.attach``); ``"wait"``: and the first step
+    waits for one to attach; None: as the ``AGENTDBG_ATTACH`` environment variable says
+    (``1`` or ``wait``). ``pause_timeout``: seconds a paused (or waiting) agent waits."""
     guards = _guard_set(max_steps, repeat, repeat_threshold, max_consecutive_errors, token_budget)
     registry = tools if isinstance(tools, ToolRegistry) else _registry(tools, tool_timeout)
+    approver = approver_from(approve)
     writer = TraceWriter(path, mode=mode, fsync=fsync, checkpoint_every=checkpoint_every,
                          header={"source": source} if source else None)
-    return Recorder(writer, task, registry=registry, guards=guards, name=name, source=source, policy=policy,
-                    on_step_written=on_step_written, expected=expected)
+    try:
+        # Read under the writer's lock, before this run adds to the file: what earlier runs did.
+        keyed = any(tool.idempotency_key is not None for tool in registry)
+        journal = read_journal(writer.target) if keyed and writer.mode == "append" else None
+    except BaseException:
+        writer.close()
+        raise
+    recorder = Recorder(writer, task, registry=registry, guards=guards, name=name, source=source, policy=policy,
+                        on_step_written=on_step_written, expected=expected, approver=approver, journal=journal)
+    attaching = attach_requested(attach)
+    if attaching is not None:
+        try:
+            recorder.attach(pause_timeout=pause_timeout, wait=attaching == "wait")
+        except BaseException:
+            writer.close()
+            raise
+    return recorder
 
 
 def _guard_set(max_steps: int | None, repeat: str | RepetitionGuard, threshold: int | None,
@@ -200,11 +243,19 @@ class Recorder:
     token usage go with the first. ``reply`` is a text turn that is the answer if the run
     ends next (as the SDK wrappers record a reply without tool calls).
 
+    ``approver`` decides on calls to dangerous tools that ``call`` runs; swap it at any time
+    (``rec.approver = ...``): it is asked in the loop's thread, with the recorder held, so
+    an approver that waits for a person pauses the agent there. ``journal``: the results
+    of operation keys used before (``record`` reads them from the trace it appends to).
+
     Thread-safe: tools may report from other threads."""
+
+    _channel: Any = None  # an attached debugger's channel (attach())
 
     def __init__(self, writer: TraceWriter, task: str = "", *, registry: ToolRegistry | None = None,
                  guards: GuardSet | None = None, name: str = "", source: str = "", policy: str = POLICY,
-                 on_step_written: Callable[[Step], None] | None = None, expected: str | None = None):
+                 on_step_written: Callable[[Step], None] | None = None, expected: str | None = None,
+                 approver: Approver | None = None, journal: OperationJournal | None = None):
         self.task = task
         self.expected = expected
         self.registry = registry if registry is not None else ToolRegistry(default_timeout=None)
@@ -214,6 +265,8 @@ class Recorder:
         self.source = source
         self.policy = policy
         self.on_step_written = on_step_written
+        self.approver = approver
+        self.journal = journal if journal is not None else OperationJournal()
         self.outcome: Outcome | None = None
         self._writer = writer
         self._lock = threading.RLock()
@@ -272,6 +325,24 @@ class Recorder:
                     if all(s["name"] != spec["name"] for s in self._extra_specs):
                         self._extra_specs.append(ev.jsonable(spec))
 
+    def attach(self, *, pause_timeout: float = PAUSE_TIMEOUT, wait: bool = False) -> None:
+        """Listen for a debugger beside the trace (``FILE.agentdbg.sock``): one open on the
+        trace can then pause the agent after a step it breaks at, until the user goes on,
+        ``pause_timeout`` seconds pass, or it detaches; each pause is written to the trace
+        as a ``pause`` event. ``wait``: the first step waits (``pause_timeout`` at most)
+        for a debugger to attach. Raises ``agentdbg.attach.protocol.ChannelError`` when
+        the socket cannot be made there. See docs/recorder.md."""
+        from agentdbg.attach.agent import AgentChannel
+
+        with self._lock:
+            if self._channel is None:
+                self._channel = AgentChannel(self._writer.path, pause_timeout=pause_timeout, wait=wait)
+
+    @property
+    def channel(self) -> Any:
+        """The debugger's channel (``agentdbg.attach.agent.AgentChannel``), once attached."""
+        return self._channel
+
     def wrap(self, client: Any) -> Any:
         """An ``openai`` or ``anthropic`` SDK client (sync or async) that records each model
         call of this run: see ``agentdbg.integrations``."""
@@ -320,12 +391,15 @@ class Recorder:
                     return found  # arguments that could not be read: recorded, never run
                 return self._run(found)
             if sdk_name is not None:
+                self._check_approver(sdk_name)
                 step = self.actions([tool], thought=thought, tokens=tokens)[0]
                 return self._run(step) if step.waiting else step
             if tool is None:
                 raise ValueError(f"no step waits with the call id {id!r}" if id else "call() needs a tool")
             if callable(tool) and not isinstance(tool, str):
                 tool = self._name_of(tool)
+            if isinstance(tool, str):
+                self._check_approver(tool)  # before the call is recorded
             step = self.action(tool, args, thought=thought, tokens=tokens, id=id)
             return self._run(step) if step.waiting else step  # arguments that cannot be read are not run
 
@@ -364,6 +438,8 @@ class Recorder:
             else:
                 target.observation = text
                 target.value = value
+            if target._note:
+                target.observation = f"{target.observation}\n{target._note}"
             target._observed = True
             target._error_observation = bool(error) or target.error is not None
             self._advance()
@@ -411,6 +487,7 @@ class Recorder:
                 self.end()
             finally:
                 self._writer.close()
+                self._detach()
 
     def __enter__(self) -> Recorder:
         return self
@@ -427,7 +504,13 @@ class Recorder:
                 pass
             finally:
                 self._writer.close()
+                self._detach()
         return False
+
+    def _detach(self) -> None:
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
 
     # --- the queue of steps --------------------------------------------------------------
 
@@ -505,6 +588,9 @@ class Recorder:
             self._write(ev.Thought(step=number, text=step.thought))
         if step.tool is not None:
             self._write(ev.ActionTaken(step=number, tool=step.tool, args=step.args, call=step.call, id=step.id))
+            for held in step._held:  # the call ran (or was decided) before its step's turn came
+                self._write(replace(held, step=number))
+            step._held.clear()
             trip = self.guards.decide(step.tokens, Action("", step.tool, step.args).signature(), shown_call(step.call))
         elif step.parse_error is not None:
             self._write(ev.ParseFailed(step=number, message=step.parse_error, text=step.output))
@@ -524,7 +610,8 @@ class Recorder:
             self._write(ev.StepError(step=number, kind=step.error.kind, message=step.error.message,
                                      tool=step.error.tool))
         if step.observation is not None:
-            self._write(ev.Observation(step=number, text=step.observation, error=step.is_error, id=step.id))
+            self._write(ev.Observation(step=number, text=step.observation, error=step.is_error, id=step.id,
+                                       key=step.key, replayed=step.replayed))
         trip = None
         if step._observed:
             trip = self.guards.observed(step.is_error)
@@ -557,6 +644,11 @@ class Recorder:
         # the loop's thread, before the loop goes on; a hook that blocks pauses the agent.
         if self.on_step_written is not None:
             self.on_step_written(step)
+        if self._channel is not None and step.number is not None:
+            # An attached debugger may hold the agent here; the pause is written to the step.
+            pause = self._channel.step_written(step.number, self._writer.end_offset, ended=self.outcome is not None)
+            if pause is not None:
+                self._write(pause.event())
 
     def _finish(self, outcome: Outcome) -> None:
         self._start()
@@ -614,6 +706,7 @@ class Recorder:
 
     def _write(self, event: ev.Event) -> None:
         self._writer.write(event)
+        self.journal.note(event)
 
     def _check_running(self) -> None:
         if self.outcome is not None:
@@ -651,8 +744,30 @@ class Recorder:
     def _run(self, step: Step) -> Step:
         with self._lock:
             self._target(step, "")
-            value = self.registry.dispatch(step.tool, step.args)
-            return self.observe(value, step=step)
+            self._check_approver(step.tool)
+
+            def emit(event: ev.Event) -> None:
+                if step.number is not None:
+                    self._write(event)
+                else:
+                    step._held.append(event)  # written when the step opens, after its action
+
+            gated = gated_dispatch(self.registry, step.tool, step.args, step=step.number or 0, emit=emit,
+                                   approver=self.approver, journal=self.journal, thought=step.thought)
+            step.decision, step.key, step.replayed, step._note = gated.decision, gated.key, gated.replayed, gated.note
+            if gated.text is None:
+                return self.observe(gated.value, step=step)
+            # Denied, or the key's recorded result: the tool did not run.
+            step.observation, step._observed, step._error_observation = gated.text, True, gated.error
+            self._advance()
+            return step
+
+    def _check_approver(self, name: str | None) -> None:
+        tool = self.registry.get(name) if name else None
+        if tool is not None and tool.dangerous and self.approver is None:
+            raise ApprovalRequired(f"{name} is a dangerous tool: rec.call runs it only with an approver; pass "
+                                   "approve=... to agentdbg.record (a function of the request, \"always\" or \"never\"), "
+                                   "or run it yourself with rec.action and record the result with step.observe")
 
     def _name_of(self, fn: Callable[..., Any]) -> str:
         for tool in self.registry:

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun
+from agentdbg.engine.approval import ApprovalRequest, Approver, Decision, decide
 from agentdbg.state import Run, RunInfo, RunState, StepRecord, group_run
 
 
@@ -134,12 +135,16 @@ class LiveRun:
     """A plan run by the engine one step at a time, as the user steps forward.
 
     Every event is kept (and passed to ``on_event``, e.g. a recorder), so stepping back
-    over a live run is as exact as over a saved one."""
+    over a live run is as exact as over a saved one. ``approver`` decides on calls to
+    dangerous tools (the debugger sets its dialog); it may be set or swapped at any time.
+    The factory is given the events' callback and the approver to hand to the engine."""
 
-    def __init__(self, agent_run_factory: Callable[[Callable[[ev.Event], None]], AgentRun], title: str = ""):
+    def __init__(self, agent_run_factory: Callable[[Callable[[ev.Event], None], Approver], AgentRun],
+                 title: str = "", approver: Approver | None = None):
         self._events: list[ev.Event] = []
         self._listeners: list[Callable[[ev.Event], None]] = []
-        self._agent_run = agent_run_factory(self._on_event)
+        self.approver = approver
+        self._agent_run = agent_run_factory(self._on_event, self._ask)
         self._view = EventRun(self._events, title)
         self._grouped = len(self._events)  # events already handed to the view
         self.info = self._view.info
@@ -149,6 +154,9 @@ class LiveRun:
         self._events.append(event)
         for listener in self._listeners:
             listener(event)
+
+    def _ask(self, request: ApprovalRequest) -> Decision:
+        return decide(self.approver, request)
 
     def subscribe(self, listener: Callable[[ev.Event], None]) -> None:
         """Receive every event: those already emitted now, the rest as they happen."""

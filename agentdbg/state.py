@@ -8,6 +8,7 @@ back is exact, and it serialises to a checkpoint so a reader can start mid-file.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -76,6 +77,10 @@ class StepRecord:
     memory: ev.MemoryUpdate | None = None
     raw: tuple = ()  # RawRecord events
     end: ev.RunEnd | None = None
+    approval: ev.Approval | None = None  # the decision on a dangerous call
+    operation: ev.Operation | None = None  # a keyed call started
+    key: str = ""  # the operation key of the call the observation answers
+    replayed: dict | None = None  # the observation is a recorded result: {"step", "run"?}
 
     @classmethod
     def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
@@ -98,7 +103,13 @@ class StepRecord:
             elif isinstance(event, ev.StepError):
                 got.update(error_kind=event.kind, error=event.message)
             elif isinstance(event, ev.Observation):
-                got.update(observation=event.text, observation_error=event.error)
+                got.update(observation=event.text, observation_error=event.error, replayed=event.replayed)
+                if event.key:
+                    got["key"] = event.key
+            elif isinstance(event, ev.Approval):
+                got["approval"] = event
+            elif isinstance(event, ev.Operation):
+                got.update(operation=event, key=event.key)
             elif isinstance(event, ev.Answered):
                 got["answer"] = event.answer
             elif isinstance(event, ev.GuardCounters):
@@ -133,6 +144,43 @@ class StepRecord:
     def step_tokens(self) -> int:
         return self.guards.step_tokens if self.guards is not None else 0
 
+    @property
+    def decision(self) -> str | None:
+        """``approved``, ``denied`` or ``edited`` for a call that needed approval."""
+        return self.approval.decision if self.approval is not None else None
+
+    @property
+    def ran_args(self) -> Any:
+        """The arguments the call ran with: the edited ones, when they were edited."""
+        approval = self.approval
+        if approval is not None and approval.decision == "edited" and approval.args is not None:
+            return approval.args
+        return self.args
+
+    def approval_text(self) -> str:
+        """The decision as one sentence: ``denied by the user: not that file``."""
+        approval = self.approval
+        if approval is None:
+            return ""
+        by = "the user" if approval.by in ("", "user") else approval.by
+        text = f"{approval.decision} by {by}"
+        if approval.decision == "edited":
+            shown = json.dumps(approval.args, ensure_ascii=False) if approval.args is not None else "(no arguments)"
+            text += f": ran {approval.tool}({shown}) instead"
+        if approval.reason:
+            text += f" ({approval.reason})" if approval.decision == "edited" else f": {approval.reason}"
+        return text
+
+    def replay_text(self) -> str:
+        """Where a replayed observation was first recorded."""
+        replayed = self.replayed
+        if replayed is None:
+            return ""
+        where = f"step {replayed.get('step')}"
+        if replayed.get("run") is not None:
+            where = f"run {replayed.get('run')}, {where}"
+        return f"not run again: the result recorded at {where} for operation {self.key or '(no key)'}"
+
     def marker(self) -> str:
         """One word for the timeline: final, tripped, error, repeat, raw, or ''."""
         if self.answer is not None:
@@ -154,6 +202,12 @@ class StepRecord:
             lines.append(("Thought", self.thought))
         if self.tool is not None:
             lines.append(("Action", self.call))
+        if self.approval is not None:
+            lines.append(("Approval", self.approval_text()))
+        if self.replayed is not None:
+            lines.append(("Replayed", self.replay_text()))
+        elif self.operation is not None and self.observation is None:
+            lines.append(("Operation", f"{self.operation.key} started; no result was recorded"))
         if self.parse_error is not None:
             lines.append(("Output", self.output))
         if self.answer is not None:
@@ -166,7 +220,25 @@ class StepRecord:
             lines.append(("Raw", f"{record.source}: {record.note}".strip(": ")))
         if self.tripped is not None:
             lines.append(("Guard", self.tripped.message))
+        for event in self.events:  # a debugger held the agent here (agentdbg.attach)
+            if isinstance(event, ev.Paused):
+                lines.append(("Paused", pause_text(event)))
         return lines
+
+
+def pause_text(event: ev.Paused) -> str:
+    """``the agent waited 12.3 s here for the debugger (tool error: ...); resumed``."""
+    why = f" ({event.reason})" if event.reason else ""
+    ended = {"resumed": "then the debugger resumed it", "timeout": "then it went on by itself (pause_timeout)",
+             "detached": "then the debugger detached and it went on"}.get(event.ended, event.ended)
+    waited = event.waited if isinstance(event.waited, (int, float)) and not isinstance(event.waited, bool) else 0
+    return f"the agent waited {waited:.1f} s here for the debugger{why}; {ended}"
+
+
+def _counted(counts: dict, key: str | None) -> dict:
+    if key is None:
+        return counts
+    return {**counts, key: counts.get(key, 0) + 1}
 
 
 def _call_text(event: ev.ActionTaken) -> str:
@@ -253,6 +325,8 @@ class RunState:
     answer: str | None = None
     outcome: str | None = None  # set once the run has ended
     verdict: dict | None = None  # the grader's, once the run has ended with one (run_end.verdict)
+    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod
     def initial(cls, info: RunInfo) -> RunState:
@@ -294,6 +368,8 @@ class RunState:
             answer=record.answer if record.answer is not None else self.answer,
             outcome=end.outcome if end is not None else self.outcome,
             verdict=end.verdict if end is not None else self.verdict,
+            approvals=_counted(self.approvals, record.decision),
+            replayed=self.replayed + (1 if record.replayed is not None else 0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -325,6 +401,8 @@ class RunState:
             },
             "answer": self.answer,
             "outcome": self.outcome,
+            "approvals": dict(self.approvals),
+            "replayed": self.replayed,
         }
         if self.verdict is not None:  # only once a run has ended graded: checkpoints stay as they were
             data["verdict"] = self.verdict
@@ -365,6 +443,12 @@ class RunState:
                 raise ValueError(f"checkpoint state is malformed: memory {key!r} {problem}")
         if not isinstance(m.get("summary"), str):
             raise ValueError("checkpoint state is malformed: memory 'summary' should be a string")
+        # Written by newer versions only: absent from older checkpoints.
+        approvals = data.get("approvals", {})
+        if not isinstance(approvals, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in approvals.items()):
+            raise ValueError("checkpoint state is malformed: 'approvals' should map decisions to counts")
+        if not _is_count(data.get("replayed", 0)):
+            raise ValueError("checkpoint state is malformed: 'replayed' should be a count")
         try:
             return cls(
                 step=int(data["step"]),
@@ -392,6 +476,8 @@ class RunState:
                 answer=data["answer"],
                 outcome=data["outcome"],
                 verdict=verdict,
+                approvals=dict(approvals),
+                replayed=int(data.get("replayed", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"checkpoint state is malformed: {exc}") from None
@@ -493,13 +579,16 @@ class Tally:
     answer: str | None = None
     outcome: str | None = None
     verdict: dict | None = None  # the grader's, from run_end
+    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod
     def from_state(cls, state: RunState) -> Tally:
         return cls(state.step, list(state.steps), list(state.repeats), list(state.errors), list(state.tokens),
                    state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
                    state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
-                   state.raw_count, state.answer, state.outcome, state.verdict)
+                   state.raw_count, state.answer, state.outcome, state.verdict, dict(state.approvals),
+                   state.replayed)
 
     def add(self, record: StepRecord) -> None:
         self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
@@ -508,6 +597,10 @@ class Tally:
                        len(record.raw), None if record.end is None else record.end.outcome)
         if record.end is not None and record.end.verdict is not None:
             self.verdict = record.end.verdict
+        if record.decision is not None:
+            self.approvals[record.decision] = self.approvals.get(record.decision, 0) + 1
+        if record.replayed is not None:
+            self.replayed += 1
 
     def add_parts(self, step: int, tool: str | None, step_error: bool, parse_error: bool,
                   observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,

@@ -7,6 +7,8 @@ checkpoints), both in one process and to the same kind of file:
               repeat signatures, the step queue)
   call        the same N steps with rec.call(...): the tool run through the engine's
               registry (no time limit), as a loop would
+  attach      the same as call, recorded with attach=True and no debugger attached: what
+              listening for one costs an agent nobody is watching
 
 and prints the time per step and the ratio to the writer. No assertion: figures to watch.
 
@@ -70,10 +72,15 @@ def main() -> None:
             for n in range(1, steps + 1):
                 rec.call("lookup", {"title": f"title {n % 97}"}, thought="I look it up.", tokens=30)
 
+    def with_attach() -> None:
+        with agentdbg.record(folder / "attach.jsonl", task="t", tools=[lookup], mode="replace", attach=True) as rec:
+            for n in range(1, steps + 1):
+                rec.call("lookup", {"title": f"title {n % 97}"}, thought="I look it up.", tokens=30)
+
     baseline = timed(with_writer)
     print(f"{steps:,} steps, one tool call each")
     print(f"  writer    {baseline / steps * 1e6:8.1f} µs/step  (baseline)")
-    for label, fn in (("recorder", with_recorder), ("call", with_call)):
+    for label, fn in (("recorder", with_recorder), ("call", with_call), ("attach", with_attach)):
         took = timed(fn)
         print(f"  {label:<9} {took / steps * 1e6:8.1f} µs/step  {took / baseline:5.2f}× the writer")
 

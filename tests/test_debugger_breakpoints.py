@@ -72,7 +72,7 @@ def test_automatic_breaks_on_tool_failures(sample_plans):
 def test_each_automatic_break_can_be_switched_off(sample_plans):
     run = run_of(sample_plans, "tool_failures.toml")
     breakpoints = BreakpointSet()
-    assert set(breakpoints.auto) == set(AUTO_BREAKS) == {"tool_error", "parse_error", "repeat", "guard", "final"}
+    assert set(breakpoints.auto) == set(AUTO_BREAKS) == {"tool_error", "parse_error", "repeat", "guard", "final", "approval"}
     assert all(breakpoints.auto.values())
     assert breakpoints.toggle_auto("repeat") is False
     assert stops(run, breakpoints)[2] == ["tool error: TimeoutError: fx_rate took longer than 0.2s"]
@@ -295,7 +295,8 @@ def test_loading_a_missing_sidecar_gives_the_defaults(tmp_path):
 
 def test_from_dict_accepts_a_partial_auto_table():
     loaded = BreakpointSet.from_dict({"format": "agentdbg-breakpoints", "version": 1, "auto": {"final": False}})
-    assert loaded.auto == {"tool_error": True, "parse_error": True, "repeat": True, "guard": True, "final": False}
+    assert loaded.auto == {"tool_error": True, "parse_error": True, "repeat": True, "guard": True, "final": False,
+                           "approval": True}
 
 
 GOOD = {"format": "agentdbg-breakpoints", "version": 1, "auto": {}, "breakpoints": []}

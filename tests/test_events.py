@@ -22,6 +22,9 @@ EXAMPLES = [
     ev.ParseFailed(step=1, message="bad", text="raw"),
     ev.StepError(step=1, kind="timeout", message="slow", tool="calc"),
     ev.Observation(step=1, text="2", error=True, id="call_1"),
+    ev.Approval(step=1, tool="delete_file", decision="edited", by="user", reason="not /", args={"path": "/tmp/x"}),
+    ev.Operation(step=1, key='append_line:{"line":"x"}', tool="append_line"),
+    ev.Observation(step=2, text="appended", key='append_line:{"line":"x"}', replayed={"run": 1, "step": 1}),
     ev.Answered(step=1, answer="2"),
     ev.GuardCounters(step=1, steps=[1, 6], repeats=[1, 2], errors=[0, None], tokens=[10, 100], step_tokens=10),
     ev.GuardTripped(step=1, guard="token_budget", message="over"),
@@ -30,6 +33,7 @@ EXAMPLES = [
     ev.RunEnd(step=1, outcome="answered", answer="2", steps=1, guard=None, message=""),
     ev.Checkpoint(step=256, state={"v": 1}),
     ev.RawRecord(step=2, source="openai", data={"role": "x"}, note="unmapped"),
+    ev.Paused(step=2, waited=1.5, ended="timeout", reason="tool error: boom"),
 ]
 
 
@@ -68,14 +72,28 @@ def test_fields_at_their_default_are_not_written():
         ({"type": "memory_recall", "step": 1, "query": "q", "results": [{"text": "a"}]}, "field 'results' should be a list of"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": ["calc"]}, "field 'tools' should be a list of tool specs"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": [{"name": "c", "params": []}]}, "params as an object"),
+        ({"type": "pause", "step": 2, "ended": "later"}, "field 'ended' should be one of resumed, timeout, detached"),
+        ({"type": "pause", "step": 2, "waited": -1}, "field 'waited' should be a number of seconds"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": None}, "field 'tools' should be list, got NoneType"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": True}, "field 'tools' should be list, got bool"),
         ({"type": "run_start", "step": 0, "task": "t", "tools": 5}, "field 'tools' should be list, got int"),
+        ({"type": "approval", "step": 1, "tool": "t", "decision": "maybe"}, "field 'decision' should be one of approved"),
+        ({"type": "approval", "step": 1, "tool": "t"}, "approval event: missing field 'decision'"),
+        ({"type": "approval", "step": 1, "tool": "t", "decision": "edited", "args": "x"}, "field 'args' should be dict"),
+        ({"type": "operation", "step": 1}, "operation event: missing field 'key'"),
+        ({"type": "observation", "step": 1, "text": "x", "replayed": {"run": 1}}, "field 'replayed' should say the"),
+        ({"type": "observation", "step": 1, "text": "x", "replayed": {"step": -1}}, '"step" should be a whole number'),
+        ({"type": "observation", "step": 1, "text": "x", "replayed": 3}, "field 'replayed' should be dict"),
     ],
 )
 def test_malformed_events_say_what_is_wrong(data, message):
     with pytest.raises(ValueError, match=message):
         ev.event_from_dict(data)
+
+
+def test_a_null_verdict_is_no_verdict():
+    event = ev.event_from_dict({"type": "run_end", "step": 2, "outcome": "answered", "verdict": None})
+    assert event.verdict is None
 
 
 def test_an_unknown_type_is_kept_as_a_raw_record():

@@ -60,3 +60,20 @@ def test_the_guide_example_records_a_plain_loop(tmp_path, monkeypatch):
     assert run.record(2).error_kind == "exception" and run.record(3).parse_error
     assert run.end.outcome == "answered" and run.end.answer == "5"
     document.close()
+
+
+def test_the_guide_example_of_dangerous_tools_refunds_each_order_once(tmp_path, monkeypatch, capsys):
+    code = python_block(ROOT / "docs" / "recorder.md", "## Dangerous tools and operation keys")
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # the second run is appended to the trace: nothing is refunded again
+        exec(compile(code, "docs/recorder.md", "exec"), {"__name__": "guide"})
+    assert (tmp_path / "refunds.txt").read_text().splitlines() == ["A-1 20.0", "B-2 50.0"]
+    assert capsys.readouterr().out.splitlines() == ["ERROR: denied by approver review: over 100 needs a manager"] * 2
+    document = open_trace(tmp_path / "run.jsonl")
+    document.wait()
+    first, second = document.runs
+    assert [first.record(n).decision for n in (1, 2, 3, 4)] == ["approved", None, "edited", "denied"]
+    assert first.record(2).replayed == {"step": 1}
+    assert [second.record(n).replayed for n in (1, 2, 3)] == [{"run": 1, "step": 1}] * 2 + [{"run": 1, "step": 3}]
+    assert second.record(4).decision == "denied"  # never ran, so never recorded: asked again
+    document.close()

@@ -45,7 +45,12 @@ def written_events(path: Path) -> list[ev.Event]:
     """The complete event lines in the file, decoded independently of the reader."""
     data = path.read_bytes()
     lines = data.split(b"\n")
-    lines.pop()  # after the last newline: empty, or the line being written when killed
+    tail = lines.pop()  # after the last newline: empty, or the line being written when killed
+    try:  # cut just before its newline, the last event is whole: the reader keeps it
+        json.loads(tail)
+        lines.append(tail)
+    except ValueError:
+        pass
     out = []
     for line in lines:
         obj = json.loads(line)

@@ -803,3 +803,26 @@ def test_problems_are_announced_as_they_are_found(hallucinating: Path, monkeypat
     assert len(heard) == 2 and heard[1].line == line_of(hallucinating, b'"step":3,,')
     assert heard == document.problems
     document.close()
+
+
+@pytest.mark.parametrize("layout", ["spaces", "type_last"])
+def test_a_trace_not_in_the_compact_layout_says_why_no_run_is_found(sample_plans, tmp_path, layout):
+    events = plan_events(sample_plans, "library_good")
+    path = record(tmp_path / "trace.jsonl", events)
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    if layout == "spaces":  # json.dumps' default separators, as a hand-written writer might use
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+    else:  # keys sorted: "type" is not first
+        text = lines and json.dumps(lines[0]) + "\n" + "".join(
+            json.dumps({k: v for k, v in sorted(line.items()) if k != "type"} | {"type": line["type"]}) + "\n"
+            for line in lines[1:])
+    path.write_text(text, encoding="utf-8")
+    document = open_document(path)
+    document.wait(30)
+    assert len(document.runs) == 0
+    problems = [str(p) for p in document.problems]
+    assert problems[0].startswith(f"{path}:2: a run_start line not in the trace layout")
+    assert '{"type":"run_start",' in problems[0] and "compact" in problems[0]
+    assert "outside any run" not in " ".join(problems)  # not blamed on a missing run_start
+    assert any("more run_start, step or checkpoint lines not in the trace layout" in p for p in problems)
+    document.close()

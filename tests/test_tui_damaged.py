@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 from test_cli_support import release_readers
@@ -50,6 +51,10 @@ def damage(tmp_path, how: str):
         header["format"] = 5 if how == "header format 5" else "agentdbg-trace\u0000x"
         lines[0] = json.dumps(header, separators=(",", ":")).encode() + b"\n"
         path.write_bytes(b"".join(lines))
+    # Damaged a while ago: a file without a writer's lock that grew in the last seconds may
+    # still be being written, and its cut last line is waited for (agentdbg.trace.follow).
+    old = time.time() - 60
+    os.utime(path, (old, old))
     return path
 
 

@@ -3,6 +3,7 @@ no paths). Regenerate with ``pytest --snapshot-update`` and look at the pictures
 
 from __future__ import annotations
 
+from live_support import SlowWriter, until
 from test_tui_support import PLANS, SIZE, demo_app, press, settle, type_text
 
 from agentdbg.documents import open_document
@@ -45,3 +46,17 @@ def test_memory_tiers_when_recall_brings_back_step_one(snap_compare):
 
 def test_help_screen(snap_compare):
     assert snap_compare(demo_app(), terminal_size=SIZE, run_before=keys("question_mark"))
+
+
+def test_a_run_being_written_followed_at_80x24(snap_compare, tmp_path):
+    path = tmp_path / "run.jsonl"
+    with SlowWriter(path) as writer:
+        writer.step(2)
+        app = DebuggerApp(open_document(path), save_breakpoints=False)
+
+        async def run_before(pilot) -> None:
+            await until(pilot, lambda: app.session is not None and app.session.run.step_count == 2, what="step 2")
+            await press(pilot, "end")
+
+        assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+        writer.finish()

@@ -22,7 +22,7 @@ SUBCOMMANDS = {
     "show": "print a run's transcript, step by step",
     "check": "exit 1 when a run hits errors, repeats or budgets (for CI)",
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
-    "convert": "convert a run saved by another agent stack into an agentdbg trace",
+    "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
 }
 
 
@@ -46,6 +46,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", help="read FILE as this format instead of detecting it")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan that runs Python code")
     parser.add_argument("--allow-network", action="store_true", help="allow a plan that calls a model over the network")
+    parser.add_argument("--approve", choices=("always", "never"),
+                        help="decide every call to a plan's dangerous tools in advance instead of asking each time")
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")
     parser.add_argument("--version", action="version", version=f"agentdbg {__version__}")
     return parser

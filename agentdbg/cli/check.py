@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-from agentdbg.cli import render
+from agentdbg.cli import following, render
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.state import StepRecord
 from agentdbg.text import one_line
@@ -76,6 +76,18 @@ def _tokens(record: StepRecord) -> str | None:
     return None
 
 
+def _denied(record: StepRecord) -> str | None:
+    if record.decision == "denied":
+        return f"{record.call or record.tool}: {record.approval_text()}"
+    return None
+
+
+def _edited(record: StepRecord) -> str | None:
+    if record.decision == "edited":
+        return f"{record.call or record.tool}: {record.approval_text()}"
+    return None
+
+
 def _final_missing(run: Any, document: Any) -> str | None:
     end = run.end
     if end is None:
@@ -107,6 +119,8 @@ CONDITIONS: dict[str, Condition] = {
     "budget": Condition("a budget ran out: steps, consecutive errors or tokens", step=_budget),
     "guard": Condition("any guard stopped the run (a budget or the repetition brake)", step=_guard),
     "tokens": Condition("the token budget was exhausted", step=_tokens),
+    "denied": Condition("a call to a dangerous tool was denied", step=_denied),
+    "edited": Condition("a call to a dangerous tool ran with edited arguments", step=_edited),
     "final-missing": Condition("the run ended without a final answer (or did not end)", run=_final_missing),
     "incomplete": Condition("the run has no end (the recording was cut off)", run=_incomplete),
     "wrong": Condition("a grader judged the run wrong (a run without a verdict never fails this)", run=_wrong),
@@ -125,6 +139,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-report", type=int, default=10, metavar="N",
                         help="list at most N occurrences of each condition per run (all are counted; default 10)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    following.add_follow_argument(parser, "check each step (exit 1 at the first failure)")
 
 
 def parse_fail_on(text: str) -> list[str]:
@@ -142,11 +157,11 @@ def run(args: argparse.Namespace) -> int:
     except render.InputError as exc:
         return render.fail("check", str(exc))
     try:
-        document = render.open_input(args)
+        document = following.open_following(args, "check") if args.follow else render.open_input(args)
     except render.InputError as exc:
         return render.fail("check", str(exc))
     try:
-        result = _check(document, names, args)
+        result = following.check(document, names, CONDITIONS, args) if args.follow else _check(document, names, args)
     except render.InputError as exc:
         code = render.fail("check", str(exc))
         render.print_problems(document.problems, document.path, "check")

@@ -1,4 +1,6 @@
-"""``agentdbg convert FILE -o run.jsonl``: a run saved by another agent stack, as an agentdbg trace."""
+"""``agentdbg convert FILE -o run.jsonl``: a run saved by another agent stack, as an agentdbg trace;
+``--to otel-genai|openai-chat``: any runs agentdbg reads (a trace too) for other tools
+(``agentdbg.exporters``)."""
 
 from __future__ import annotations
 
@@ -14,24 +16,33 @@ from agentdbg.trace.reader import SNIFF_BYTES, looks_like_trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from agentdbg.exporters import CHOICES, TRACE_TARGET
     from agentdbg.importers import BY_NAME
 
     parser.add_argument("file", help="the saved run (its format is detected from its content)")
-    parser.add_argument("-o", "--output", required=True, metavar="TRACE",
-                        help="the agentdbg trace to write (JSON Lines)")
+    parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                        help="the file to write: an agentdbg trace (JSON Lines) unless --to says otherwise")
+    parser.add_argument("--to", metavar="TARGET", default=TRACE_TARGET,
+                        help=f"what to write: {', '.join(CHOICES)} (default {TRACE_TARGET}); "
+                             "the other targets also read an agentdbg trace")
     parser.add_argument("--format", metavar="NAME",
                         help=f"read FILE as this format instead of detecting it: {', '.join(BY_NAME)}")
-    parser.add_argument("--force", action="store_true", help="replace TRACE if it exists")
+    parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentdbg import importers
+    from agentdbg import exporters, importers
     from agentdbg.trace.writer import write_trace
 
     source, output = Path(args.file), Path(args.output)
-    problem = _refusal(source, output, args.force)
+    exporting = args.to != exporters.TRACE_TARGET
+    if exporting and args.to not in exporters.TARGETS:
+        return render.fail("convert", f"--to {args.to}: unknown target; choose one of: {', '.join(exporters.CHOICES)}")
+    problem = _refusal(source, output, args.force, trace_ok=exporting)
     if problem:
         return render.fail("convert", problem)
+    if exporting:
+        return _export(source, output, args)
     started = time.perf_counter()
     try:
         streamed = importers.stream_file(source, args.format)
@@ -85,7 +96,27 @@ def _convert_streamed(streamed, source: Path, output: Path, started: float) -> i
     return 0
 
 
-def _refusal(source: Path, output: Path, force: bool) -> str:
+def _export(source: Path, output: Path, args: argparse.Namespace) -> int:
+    from agentdbg import exporters
+
+    started = time.perf_counter()
+    try:
+        summary = exporters.export_file(source, output, args.to, format=args.format)
+    except ValueError as exc:  # NotImportable, UnknownFormat, OpenError
+        return render.fail("convert", str(exc))
+    except OSError as exc:
+        return render.fail("convert", f"cannot write {output}: {exc.strerror or exc}")
+    render.print_problems(summary.problems, str(source), "convert")
+    seconds = time.perf_counter() - started
+    raw = f"; {render.plural(summary.raw_count, 'record')} kept raw on import" if summary.raw_count else ""
+    print(f"{one_line(str(source))} ({summary.source_format}) -> {one_line(str(output))} ({args.to}): "
+          f"{render.plural(summary.runs, 'run')}, {render.plural(summary.steps, 'step')}, "
+          f"{render.plural(summary.records, summary.unit)}{raw}; "
+          f"{render.plural(len(summary.problems), 'warning')} ({seconds:.2f} s)")
+    return 0
+
+
+def _refusal(source: Path, output: Path, force: bool, trace_ok: bool = False) -> str:
     try:  # a named pipe or a device is refused here, before anything waits on it
         head = read_head(source, SNIFF_BYTES, what="a saved run")
     except OpenError as exc:
@@ -96,6 +127,6 @@ def _refusal(source: Path, output: Path, force: bool) -> str:
         return f"{output}: is a directory"
     if output.exists() and not force:
         return f"{output}: exists; use --force to replace it"
-    if looks_like_trace(head):
+    if looks_like_trace(head) and not trace_ok:
         return f"{source}: is already an agentdbg trace"
     return ""

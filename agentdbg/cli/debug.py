@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agentdbg.text import shorten
+from agentdbg.text import one_line, shorten
 
 
 def refuse(message: str) -> int:
@@ -41,7 +41,8 @@ def build_app(args: argparse.Namespace):
             print(f"agentdbg: unknown --format {args.format!r}; formats: {names}", file=sys.stderr)
             return 2
     document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code,
-                                      allow_network=getattr(args, "allow_network", False))
+                                      allow_network=getattr(args, "allow_network", False),
+                                      approve=getattr(args, "approve", None))
     if document is None:
         return refuse(error)
     from agentdbg.cli.render import plural, wait_for_runs
@@ -53,7 +54,11 @@ def build_app(args: argparse.Namespace):
         if count:
             return refuse(f"--run {run_number}: {args.file} holds {plural(count, 'run')}")
         found = len(document.problems)
-        why = f" ({plural(found, 'problem')} reading it: agentdbg show lists them)" if found else ""
+        why = ""
+        if found:
+            first = one_line(str(document.problems[0]), 400)
+            more = f"; {plural(found - 1, 'more problem')}: agentdbg show lists them" if found > 1 else ""
+            why = f" ({first}{more})"
         return refuse(f"{args.file}: no runs in it{why}")
     return DebuggerApp(document, run_index=run_number - 1)
 

@@ -41,6 +41,10 @@ LABEL_STYLES = {
     "Error": "bold red",
     "Raw": "magenta",
     "Guard": "bold yellow",
+    "Paused": "yellow",
+    "Approval": "bold magenta",
+    "Replayed": "bold blue",
+    "Operation": "bold blue",
 }
 MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
                  "repeat": "bold yellow", "raw": "magenta"}
@@ -61,6 +65,9 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
     parser.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
                         help=f"read at most N runs of a file with more (default {MAX_RUNS:,}; 0: no limit)")
+    parser.add_argument("--approve", choices=("always", "never"),
+                        help="decide every call to a plan's dangerous tools in advance: run it (always) or deny it "
+                             "(never); a plan with dangerous tools needs one")
 
 
 def open_input(args: argparse.Namespace) -> Document:
@@ -68,7 +75,8 @@ def open_input(args: argparse.Namespace) -> Document:
 
     try:
         return open_document(args.file, format=args.format, allow_code=args.allow_code,
-                             allow_network=getattr(args, "allow_network", False), live=False)
+                             allow_network=getattr(args, "allow_network", False), live=False,
+                             follow=getattr(args, "follow", False), approve=getattr(args, "approve", None))
     except ModuleNotFoundError as exc:  # no importers in this installation
         if exc.name and exc.name.startswith("agentdbg.importers"):
             raise InputError(f"{args.file}: not an agentdbg trace or plan") from None
@@ -252,6 +260,11 @@ def record_dict(record: StepRecord) -> dict[str, Any]:
         "memory": None if record.memory is None else record.memory.to_dict(),
         "raw": [event.to_dict() for event in record.raw],
         "end": None if record.end is None else record.end.to_dict(),
+        "approval": None if record.approval is None else {
+            "decision": record.approval.decision, "by": record.approval.by, "reason": record.approval.reason,
+            "args": record.approval.args},
+        "key": record.key or None,
+        "replayed": record.replayed,
     }
 
 

@@ -8,7 +8,7 @@ import sys
 
 from rich.text import Text
 
-from agentdbg.cli import render
+from agentdbg.cli import following, render
 from agentdbg.prompt import prompt_at
 from agentdbg.text import sanitize
 
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to", dest="last", type=int, metavar="N", help="end the transcript at step N")
     parser.add_argument("--json", action="store_true",
                         help="JSON for machines: one object per run per line, its steps in a list (with --step, one object)")
+    following.add_follow_argument(parser, "print each step")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,13 +32,17 @@ def run(args: argparse.Namespace) -> int:
         return render.fail("show", f"--step {args.step}: steps are numbered from 1 (0 = the state before the first)")
     if args.prompt and not args.step:
         return render.fail("show", "--prompt needs --step N (N from 1): the prompt of which step?")
+    if args.follow and args.step is not None:
+        return render.fail("show", "--follow prints steps as they are written; --step shows one step: choose one")
     try:
-        document = render.open_input(args)
+        document = following.open_following(args, "show") if args.follow else render.open_input(args)
     except render.InputError as exc:
         return render.fail("show", str(exc))
     try:
         if args.step is not None:
             code = _show_step(document, args)
+        elif args.follow:
+            code = following.show(document, args)
         else:
             code = _show_transcript(document, args)
     except render.InputError as exc:

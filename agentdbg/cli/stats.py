@@ -110,6 +110,8 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
         "guard_trips": [{"step": step, "guard": guard, "message": message} for step, guard, message in tally.trips],
         "tokens": {"total": tokens[0], "budget": tokens[1]},
         "raw_records": raw_record_count(run, tally),
+        "approvals": dict(tally.approvals),
+        "replayed": tally.replayed,
         "complete": end is not None,
     }
 
@@ -179,6 +181,11 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
     ]
     if entry["raw_records"]:
         rows.append(("", "raw records", f"{entry['raw_records']:,}"))
+    if entry["approvals"]:
+        decisions = ", ".join(f"{count:,} {one_line(decision, 20)}" for decision, count in sorted(entry["approvals"].items()))
+        rows.append(("", "approvals", decisions))
+    if entry["replayed"]:
+        rows.append(("", "replayed", f"{entry['replayed']:,} (operations not run again)"))
     return rows
 
 

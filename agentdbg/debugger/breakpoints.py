@@ -27,6 +27,7 @@ AUTO_BREAKS: dict[str, str] = {
     "repeat": "the step repeats an earlier action (or the same unreadable output)",
     "guard": "a guard stopped the run: step, token or error budget, repetition",
     "final": "the final answer (or the end of a run that ended without one)",
+    "approval": "a call to a dangerous tool was approved, denied or edited",
 }
 TOOL_ERROR_KINDS = frozenset({"unknown_tool", "bad_args", "exception", "timeout"})
 BREAKPOINT_KINDS = ("step", "tool", "filter")
@@ -198,7 +199,7 @@ class BreakpointSet:
         if auto["tool_error"]:
             if record.error_kind in TOOL_ERROR_KINDS:
                 out.append("tool error: " + one_line(record.error or record.error_kind))
-            elif record.observation_error is True and parse_error is None:
+            elif record.observation_error is True and parse_error is None and record.decision != "denied":
                 out.append("tool error: " + one_line(record.observation or "error observation"))
         if auto["parse_error"] and parse_error is not None:
             out.append("parse error: " + one_line(parse_error or "the output could not be read"))
@@ -206,6 +207,8 @@ class BreakpointSet:
             times = record.guards.repeats[0]
             what = record.call or record.tool or record.output.strip() or "the same output"
             out.append(f"repeated action: {one_line(what)} ({_ordinal(times)} time)")
+        if auto["approval"] and record.approval is not None:
+            out.append("approval: " + one_line(f"{record.approval.tool} {record.approval_text()}"))
         tripped = record.tripped
         if auto["guard"] and tripped is not None:
             out.append(f"guard tripped: {one_line(tripped.guard)}: {one_line(tripped.message)}")

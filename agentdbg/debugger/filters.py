@@ -212,6 +212,44 @@ class FRaw(Filter):
         return len(record.raw) > 0
 
 
+class FApproval(Filter):
+    code = "~approval"
+    help = "a call to a dangerous tool asked for a decision (approved, denied or edited)"
+    eventful = True
+
+    def _matches(self, record):
+        return record.approval is not None
+
+
+class FDenied(Filter):
+    code = "~denied"
+    help = "a call to a dangerous tool was denied: it did not run"
+    eventful = True
+
+    def _matches(self, record):
+        return record.approval is not None and record.approval.decision == "denied"
+
+
+class FEdited(Filter):
+    code = "~edited"
+    help = "a call to a dangerous tool ran with arguments edited before it ran"
+    eventful = True
+
+    def _matches(self, record):
+        return record.approval is not None and record.approval.decision == "edited"
+
+
+class FReplayed(Filter):
+    code = "~replayed"
+    help = "the observation is the recorded result of an operation key: the call did not run again"
+
+    def _matches(self, record):
+        return record.replayed is not None
+
+    def bytes_test(self):
+        return lambda step, data: b'"replayed":' in data
+
+
 class _Arg(Filter):
     """A filter with one argument; ``build`` turns the argument text into the filter
     (ValueError with a message when it cannot)."""
@@ -406,7 +444,8 @@ class FTotal(_Compare):
 FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
     for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
-                FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw)
+                FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
+                FApproval, FDenied, FEdited, FReplayed)
 }
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 # looked into (an error observation, a repeat counter of 2 or more).
 QUIET_LINES = (b'{"type":"step",', b'{"type":"thought",', b'{"type":"action",', b'{"type":"observation",',
                b'{"type":"guards",', b'{"type":"memory_recall",', b'{"type":"memory_update",',
-               b'{"type":"checkpoint",')
+               b'{"type":"checkpoint",', b'{"type":"operation",')
 _NO_REPEAT = (b"0,", b"1,", b"0]", b"1]")  # the repeat counter's first digits: below 2
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_]+")
 

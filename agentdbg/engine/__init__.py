@@ -93,3 +93,11 @@ __all__ += [
 from agentdbg.engine.model_policies import AnthropicPolicy, ModelCallError, OpenAIChatPolicy  # noqa: E402
 
 __all__ += ["AnthropicPolicy", "ModelCallError", "OpenAIChatPolicy"]
+
+# Approval of dangerous calls, and operation keys that run a call at most once.
+from agentdbg.engine.approval import ApprovalRequest, Decision  # noqa: E402
+from agentdbg.engine.journal import OperationJournal  # noqa: E402
+from agentdbg.engine.mock_tools import pretend  # noqa: E402
+from agentdbg.engine.tools import dangerous  # noqa: E402
+
+__all__ += ["ApprovalRequest", "Decision", "OperationJournal", "dangerous", "pretend"]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentdbg.engine import events as ev
+from agentdbg.engine.approval import Approver, Decision
 from agentdbg.engine.guards import (
     ErrorBudget,
     GuardSet,
@@ -21,6 +22,8 @@ from agentdbg.engine.guards import (
     shown_call,
     unreadable_signature,
 )
+from agentdbg.engine.journal import OperationJournal
+from agentdbg.engine.operations import gated_dispatch
 from agentdbg.engine.parsers import Action, FinalAnswer, Step, get_parser
 from agentdbg.engine.policies import Policy, as_policy
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
@@ -88,6 +91,8 @@ class StepResult:
     parse_error: str | None = None
     observation: str | None = None
     error: ToolError | None = None
+    decision: Decision | None = None  # a dangerous tool's approval
+    replayed: dict | None = None  # the observation is an operation's recorded result
     trip: Trip | None = None
     outcome: Outcome | None = None  # set when the run ended in this step
 
@@ -180,7 +185,10 @@ class ReActAgent:
         name: str = "",
         source: str = "",
         expected: str | None = None,
+        approver: Approver | None = None,
     ):
+        """``approver`` decides on each call to a dangerous tool before it runs (see
+        ``agentdbg.engine.approval``); without one such calls are denied."""
         self.policy = as_policy(policy)
         self.registry = registry
         self.guards = GuardSet.of(max_steps, guards)
@@ -194,6 +202,7 @@ class ReActAgent:
         self.name = name
         self.source = source
         self.expected = expected  # the right answer, when known: the run's end carries a verdict
+        self.approver = approver
 
     def guard_settings(self) -> dict[str, Any]:
         return {
@@ -205,12 +214,16 @@ class ReActAgent:
         estimator = getattr(self.tokens, "__qualname__", type(self.tokens).__name__)
         return f"usage reported by the model, else {estimator}" if self.policy.reports_usage else estimator
 
-    def start(self, task: str, on_event: Callable[[ev.Event], None] | None = None) -> AgentRun:
-        """Begin a run that advances one ``step()`` at a time."""
-        return AgentRun(self, task, on_event)
+    def start(self, task: str, on_event: Callable[[ev.Event], None] | None = None,
+              journal: OperationJournal | None = None) -> AgentRun:
+        """Begin a run that advances one ``step()`` at a time. ``journal``: the operations
+        done before (an earlier run's, read from the trace this run is appended to); a new
+        one by default, which still keeps a keyed call from running twice in this run."""
+        return AgentRun(self, task, on_event, journal)
 
-    def run(self, task: str, on_event: Callable[[ev.Event], None] | None = None) -> Trace:
-        run = self.start(task, on_event)
+    def run(self, task: str, on_event: Callable[[ev.Event], None] | None = None,
+            journal: OperationJournal | None = None) -> Trace:
+        run = self.start(task, on_event, journal)
         while not run.done:
             run.step()
         return run.trace()
@@ -219,10 +232,12 @@ class ReActAgent:
 class AgentRun:
     """One run of an agent, advanced by ``step()``; ``events`` grows as it goes."""
 
-    def __init__(self, agent: ReActAgent, task: str, on_event: Callable[[ev.Event], None] | None = None):
+    def __init__(self, agent: ReActAgent, task: str, on_event: Callable[[ev.Event], None] | None = None,
+                 journal: OperationJournal | None = None):
         self.agent = agent
         self.task = task
         self.on_event = on_event
+        self.journal = journal if journal is not None else OperationJournal()
         self.parse = get_parser(agent.policy.format)
         self.events: list[ev.Event] = []
         self.steps: list[StepResult] = []
@@ -257,6 +272,7 @@ class AgentRun:
 
     def _emit(self, event: ev.Event, result: StepResult | None = None) -> None:
         self.events.append(event)
+        self.journal.note(event)
         if result is not None:
             result.events.append(event)
         if self.on_event is not None:
@@ -347,19 +363,26 @@ class AgentRun:
             self._finish(result, Outcome(status, answer=answer, steps=number))
             return result
 
+        key, answered_error = "", False
         if isinstance(result.parsed, Action):
-            value = agent.registry.dispatch(result.parsed.name, result.parsed.args)
-            value = _as_text(value, result.parsed.name)
-            if isinstance(value, ToolError):
-                result.error = value
-                emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool))
-                result.observation = value.observation
+            action = result.parsed
+            gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,
+                                   approver=agent.approver, journal=self.journal, thought=action.thought)
+            key, result.decision, result.replayed = gated.key, gated.decision, gated.replayed
+            if gated.text is not None:  # denied, or an operation's recorded result: nothing ran
+                result.observation, answered_error = gated.text, gated.error
             else:
-                result.observation = value
+                value = _as_text(gated.value, action.name)
+                if isinstance(value, ToolError):
+                    result.error = value
+                    emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool))
+                    result.observation = gated.observation(value.observation)
+                else:
+                    result.observation = gated.observation(value)
         else:
             result.observation = f"ERROR: {result.parse_error}"
-        is_error = result.error is not None or result.parse_error is not None
-        emit(ev.Observation(step=number, text=result.observation, error=is_error))
+        is_error = result.error is not None or result.parse_error is not None or answered_error
+        emit(ev.Observation(step=number, text=result.observation, error=is_error, key=key, replayed=result.replayed))
         self.transcript += "\nObservation: " + result.observation
 
         if agent.memory is not None:

@@ -116,11 +116,45 @@ ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy", "me
 
 
 @dataclass(frozen=True)
+class Approval(Event):
+    """A human (or whoever stands in for one) decided on a call to a dangerous tool before
+    it ran: ``decision`` is one of DECISIONS; ``args`` are the arguments that ran instead
+    of the proposed ones (the ``action`` event keeps those) when it was ``edited``."""
+
+    type: ClassVar[str] = "approval"
+    tool: str
+    decision: str
+    by: str = ""
+    reason: str = ""
+    args: dict | None = None
+
+
+DECISIONS = ("approved", "denied", "edited")
+
+
+@dataclass(frozen=True)
+class Operation(Event):
+    """A call with an operation key is about to run (written before the tool runs). Its
+    result is the step's observation with the same ``key``; a trace holding the operation
+    without that observation was cut off while it ran: its effect is unknown."""
+
+    type: ClassVar[str] = "operation"
+    key: str
+    tool: str = ""
+
+
+@dataclass(frozen=True)
 class Observation(Event):
+    """What the policy sees next. ``key``: the operation key of the call it answers;
+    ``replayed``: ``{"step": n}`` (and ``"run": n``, the run's number in the trace, for an
+    earlier run) when it is a recorded result given again instead of running the call."""
+
     type: ClassVar[str] = "observation"
     text: str
     error: bool = False
     id: str = ""
+    key: str = ""
+    replayed: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +240,22 @@ class RawRecord(Event):
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Paused(Event):
+    """A debugger attached to the recording paused the agent after this step: for
+    ``waited`` seconds, until ``ended``: ``resumed`` (the user went on), ``timeout`` (the
+    recorder's ``pause_timeout`` passed) or ``detached`` (the debugger went away).
+    ``reason`` is why the debugger stopped there."""
+
+    type: ClassVar[str] = "pause"
+    waited: float = 0.0
+    ended: str = "resumed"
+    reason: str = ""
+
+
+PAUSE_ENDINGS = ("resumed", "timeout", "detached")
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls
     for cls in (
@@ -215,6 +265,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ActionTaken,
         ParseFailed,
         StepError,
+        Approval,
+        Operation,
         Observation,
         Answered,
         GuardCounters,
@@ -224,6 +276,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunEnd,
         Checkpoint,
         RawRecord,
+        Paused,
     )
 }
 
@@ -309,6 +362,27 @@ def _check_verdict(value: dict) -> str | None:
     return None
 
 
+def _check_seconds(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        return "should be a number of seconds"
+    return None
+
+
+def _check_pause_ending(value: Any) -> str | None:
+    return None if value in PAUSE_ENDINGS else f"should be one of {', '.join(PAUSE_ENDINGS)}"
+
+
+def _check_decision(value: str) -> str | None:
+    return None if value in DECISIONS else f"should be one of {', '.join(DECISIONS)}"
+
+
+def _check_replayed(value: dict) -> str | None:
+    for name in ("step", "run"):
+        if name in value and not (_is_count(value[name])):
+            return f'"{name}" should be a whole number'
+    return None if "step" in value else 'should say the "step" recorded'
+
+
 # Shapes inside fields that the derived state relies on: checked here, so a damaged
 # event is refused at the door instead of breaking a view later.
 _NESTED = {
@@ -322,6 +396,10 @@ _NESTED = {
     (MemoryRecall, "results"): _check_results,
     (RunStart, "tools"): _check_tools,
     (RunEnd, "verdict"): _check_verdict,
+    (Paused, "waited"): _check_seconds,
+    (Paused, "ended"): _check_pause_ending,
+    (Approval, "decision"): _check_decision,
+    (Observation, "replayed"): _check_replayed,
 }
 
 
@@ -350,7 +428,7 @@ def event_from_dict(data: Any) -> Event:
                     f"{kind} event: field {spec.name!r} should be {wanted}, got {type(value).__name__}"
                 )
             check = _NESTED.get((cls, spec.name))
-            problem = check(value) if check is not None else None
+            problem = check(value) if check is not None and value is not None else None  # null: checked above
             if problem:
                 raise ValueError(f"{kind} event: field {spec.name!r} {problem}, got {value!r:.60}")
             kwargs[spec.name] = value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -112,3 +113,25 @@ def scripted(
         return response["return"]
 
     return Tool(name, description or "Scripted responses.", dict(params or {}), play, timeout=timeout)
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def pretend(name: str, params: Mapping[str, str], reply: str, description: str = "") -> Tool:
+    """A tool that only pretends to act (delete a file, send a payment): it answers
+    ``reply`` with each ``{param}`` filled in from the call's arguments and changes
+    nothing. Every call is kept in the tool's ``calls`` list, for tests. Placeholders
+    that name no parameter raise ValueError (the text is never run as a format string)."""
+    unknown = [found for found in _PLACEHOLDER.findall(reply) if found not in params]
+    if unknown:
+        raise ValueError(f"pretend tool {name!r}: the reply names {unknown}, which are not parameters")
+    calls: list[dict[str, Any]] = []
+
+    def act(**kw: Any) -> str:
+        calls.append(dict(kw))
+        return _PLACEHOLDER.sub(lambda m: str(kw.get(m.group(1), "")), reply)
+
+    tool = Tool(name, description or "Pretends to act; changes nothing.", dict(params), act)
+    tool.calls = calls  # type: ignore[attr-defined]
+    return tool

@@ -7,6 +7,7 @@ the loop turns into an observation the policy can read and recover from.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -57,6 +58,23 @@ def type_name(spec: type | str) -> str:
     return _PY_TYPE_NAMES[spec]
 
 
+def argument_problems(param_types: Mapping[str, str], optional: Collection[str], args: Mapping[str, Any]) -> list[str]:
+    """Every problem with ``args`` for parameters ``param_types`` (name -> type name):
+    missing, unknown, or of the wrong type. Pure data: an approval dialog checks edited
+    arguments with it, without the tool."""
+    problems = []
+    for name, kind in param_types.items():
+        if name not in args or (args[name] is None and name in optional):
+            if name not in optional:
+                problems.append(f"missing argument {name!r}")
+        elif not _matches(args[name], kind):
+            problems.append(f"argument {name!r} should be {kind}, got {type(args[name]).__name__}")
+    for name in args:
+        if name not in param_types:
+            problems.append(f"unknown argument {name!r}")
+    return problems
+
+
 def _matches(value: Any, kind: str) -> bool:
     if kind == "any":
         return True
@@ -83,10 +101,22 @@ class ToolError:
         return self.observation
 
 
+# What ``dangerous`` (the decorator) leaves on a function for ``Tool.from_function``.
+TOOL_MARKS = "__agentdbg_tool__"
+
+OperationKey = str | Collection[str] | Callable[[dict[str, Any]], Any]
+
+
 @dataclass
 class Tool:
     """A named capability: ``params`` maps argument name to type; all are required but
-    those named in ``optional``, which may be left out (or given as null: left out too)."""
+    those named in ``optional``, which may be left out (or given as null: left out too).
+
+    ``dangerous``: each call waits for a decision (approve, deny, edit the arguments) before
+    it runs. ``idempotency_key``: the call is one operation, run at most once per key: a
+    parameter name, several, or a function from the arguments to the key (see
+    ``operation_key``); a call with a key already in the run's journal is answered with
+    the recorded result instead of running again."""
 
     name: str
     description: str
@@ -95,6 +125,7 @@ class Tool:
     dangerous: bool = False
     timeout: float | None = None  # seconds, at most MAX_TOOL_TIMEOUT; None = the registry's default
     optional: Collection[str] = ()
+    idempotency_key: OperationKey | None = None
     param_types: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -105,20 +136,68 @@ class Tool:
         if unknown:
             raise ValueError(f"tool {self.name!r}: optional names {unknown}, which are not parameters")
         self.optional = frozenset(self.optional)
+        self.idempotency_key = self._checked_key(self.idempotency_key)
+
+    def _checked_key(self, key: Any) -> OperationKey | None:
+        if key is None or callable(key):
+            return key
+        names = (key,) if isinstance(key, str) else key
+        if not isinstance(names, Collection) or not names or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"tool {self.name!r}: idempotency_key should be a parameter name, a list of them, "
+                            f"or a function of the arguments, got {key!r:.80}")
+        unknown = [n for n in names if n not in self.param_types]
+        if unknown:
+            raise ValueError(f"tool {self.name!r}: idempotency_key names {unknown}, which are not parameters "
+                             f"(its parameters: {', '.join(self.param_types) or 'none'})")
+        return tuple(dict.fromkeys(names))
 
     @classmethod
     def from_function(cls, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
-                      dangerous: bool = False, timeout: float | None = None) -> Tool:
+                      dangerous: bool | None = None, timeout: float | None = None,
+                      idempotency_key: OperationKey | None = None) -> Tool:
         """A tool from a plain function: its name (``__name__``), its description (the
         docstring's first paragraph) and its parameters (from the type hints: ``str``,
         ``int``, ``float``, ``bool``, ``dict``, ``list``; ``Any`` or none is ``any``; a
         default or ``X | None`` makes a parameter optional). Raises ValueError, naming
-        the parameter, for a signature a tool call cannot fill."""
+        the parameter, for a signature a tool call cannot fill. ``dangerous`` and
+        ``idempotency_key`` default to what the ``dangerous`` decorator said, if it was used."""
         from agentdbg.engine.signatures import describe_function
 
         spec = describe_function(fn, name)
+        marks = getattr(fn, TOOL_MARKS, None)
+        marks = marks if isinstance(marks, dict) else {}
+        if dangerous is None:
+            dangerous = bool(marks.get("dangerous", False))
+        if idempotency_key is None:
+            idempotency_key = marks.get("idempotency_key")
         return cls(spec.name, spec.description if description is None else description, spec.params, spec.fn,
-                   dangerous=dangerous, timeout=timeout, optional=spec.optional)
+                   dangerous=dangerous, timeout=timeout, optional=spec.optional, idempotency_key=idempotency_key)
+
+    def operation_key(self, args: Mapping[str, Any]) -> str | None:
+        """The call's operation key (None for a tool without ``idempotency_key``): the tool's
+        name, then the named arguments as JSON (``append_line:{"line":"x","path":"log"}``) or
+        what the key function returned. Raises ValueError when no key can be made."""
+        key = self.idempotency_key
+        if key is None:
+            return None
+        if callable(key):
+            value = key(dict(args))
+            if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+                raise ValueError(f"the idempotency key function of {self.name} returned {value!r:.80}, "
+                                 "not a non-empty text or number")
+            return f"{self.name}:{value}"
+        chosen = {name: args.get(name) for name in key}
+        return f"{self.name}:" + json.dumps(chosen, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                                            default=repr)
+
+    def describe_key(self) -> str:
+        """How the operation key is made, for the tool list: ``path, line`` or ``order_key()``."""
+        key = self.idempotency_key
+        if key is None:
+            return ""
+        if callable(key):
+            return f"{getattr(key, '__name__', type(key).__name__)}()"
+        return ", ".join(key)
 
     @property
     def required(self) -> list[str]:
@@ -127,6 +206,8 @@ class Tool:
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "timeout":  # checked on every assignment, the constructor's included
             value = check_timeout(value, f"tool {self.name!r}: timeout")
+        elif name == "idempotency_key" and "param_types" in self.__dict__:  # after the constructor
+            value = self._checked_key(value)
         super().__setattr__(name, value)
 
     def bind(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
@@ -146,19 +227,7 @@ class Tool:
 
     def validate(self, args: Mapping[str, Any]) -> list[str]:
         """Every problem with ``args``: missing, unknown, or of the wrong type."""
-        problems = []
-        for name, kind in self.param_types.items():
-            if name not in args or (args[name] is None and name in self.optional):
-                if name not in self.optional:
-                    problems.append(f"missing argument {name!r}")
-            elif not _matches(args[name], kind):
-                problems.append(
-                    f"argument {name!r} should be {kind}, got {type(args[name]).__name__}"
-                )
-        for name in args:
-            if name not in self.param_types:
-                problems.append(f"unknown argument {name!r}")
-        return problems
+        return argument_problems(self.param_types, self.optional, args)
 
     def spec(self) -> dict[str, Any]:
         """What the debugger's tool registry pane shows (JSON-ready)."""
@@ -170,6 +239,8 @@ class Tool:
         }
         if self.optional:
             spec["optional"] = [name for name in self.param_types if name in self.optional]
+        if self.idempotency_key is not None:
+            spec["idempotency_key"] = self.describe_key()
         return spec
 
     def json_schema(self) -> dict[str, Any]:
@@ -264,3 +335,18 @@ def _call(tool: Tool, args: dict[str, Any], timeout: float | None) -> Any | Tool
     if "error" in box:
         return ToolError("exception", tool.name, _describe(box["error"]))
     return box.get("result")
+
+
+def dangerous(fn: Callable[..., Any] | None = None, *, idempotency_key: OperationKey | None = None) -> Any:
+    """Mark a function as a dangerous tool: each call waits for a decision before it runs
+    (``Tool.from_function`` and ``agentdbg.record(tools=[fn])`` read the mark). Use as
+    ``@dangerous`` or ``@dangerous(idempotency_key="order")``. The function is returned
+    unchanged: calling it yourself still just calls it."""
+
+    def mark(target: Callable[..., Any]) -> Callable[..., Any]:
+        if not callable(target):
+            raise TypeError(f"dangerous marks a function, got {type(target).__name__}")
+        setattr(target, TOOL_MARKS, {"dangerous": True, "idempotency_key": idempotency_key})
+        return target
+
+    return mark if fn is None else mark(fn)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agentdbg.importers import exported
 from agentdbg.importers.base import (
     ImportResult,
     Source,
@@ -193,8 +194,11 @@ def _conversations(src: Source) -> list[dict]:
 def _from_value(src: Source, value: Any, line: int | None) -> list[dict]:
     if isinstance(value, dict):
         if isinstance(value.get("messages"), list):
-            return [{"messages": value["messages"], "tools": value.get("tools") or value.get("functions"),
-                     "model": value.get("model"), "line": line, "unread": unread_lists(value, _READ_KEYS)}]
+            conversation = {"messages": value["messages"], "tools": value.get("tools") or value.get("functions"),
+                            "model": value.get("model"), "line": line, "unread": unread_lists(value, _READ_KEYS)}
+            if "agentdbg" in value:  # what agentdbg's export keeps beside the messages
+                conversation["agentdbg"] = value["agentdbg"]
+            return [conversation]
         if "role" in value:
             return [{"messages": [value], "line": line}]
         src.problem("a JSON object without 'messages': nothing to import", line)
@@ -278,12 +282,14 @@ def _calls(message: dict) -> list[Call]:
 def conversation_events(src: Source, messages: list, tools: Any = None, model: Any = None,
                         line: int | None = None, lines: list[int] | None = None,
                         name: str = "", policy: str = "", kind: str = "openai",
-                        task: str | None = None) -> tuple[list, int]:
+                        task: str | None = None, agentdbg: Any = None) -> tuple[list, int]:
     """One conversation's events and how many records were kept raw. ``task``, when
     given, stands for the first user message (which is then not kept)."""
     builder = RunBuilder(name=name or (str(model) if model else ""), source=src.path,
                          policy=policy or (f"recorded: {model}" if model else "recorded chat"),
                          tools=tools_from_definitions(tools))
+    restored = exported.ChatFacts(agentdbg, src, line)
+    restored.start(builder)
     chat = ChatAssembler(builder, src, kind)
     task_set = False
     for index, message in enumerate(messages):
@@ -308,6 +314,8 @@ def conversation_events(src: Source, messages: list, tools: Any = None, model: A
                 chat.reply(call_id, text, data=message, line=where)
         elif role == "function":
             chat.reply("", text, name=str(message.get("name") or ""), data=message, line=where)
+        elif role == "user" and restored.fed_back(index):
+            continue  # kept with its step by restored.finish
         elif role == "user" and not task_set:
             builder.task, task_set = (text if task is None else task), True
         elif role in ("system", "developer", "user"):
@@ -317,4 +325,4 @@ def conversation_events(src: Source, messages: list, tools: Any = None, model: A
                         "kept as a raw record", where)
             builder.raw(f"{kind} message", message, f"unknown role {role!r}")
     chat.finish()
-    return builder.build(), builder.raw_count
+    return builder.build(**restored.finish(builder)), builder.raw_count

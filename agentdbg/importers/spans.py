@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdbg.importers import exported
 from agentdbg.importers.base import (
     ImportResult,
     Source,
@@ -125,6 +126,8 @@ def convert_spans(src: Source, spans: list[Span], policy: str = "OpenTelemetry G
         events = reader.read(members, answer if index == len(runs) - 1 else None)
         result.runs.append(events)
         result.raw_count += reader.builder.raw_count
+        if reader.restored is not None:
+            result.empty_run = True  # agentdbg wrote it: a run without steps is one
     return result
 
 
@@ -296,11 +299,15 @@ class _RunReader:
         self.text_turn: StepDraft | None = None  # the step the last model turn made, text only
         self.text_said = ""  # that turn's text, without its reasoning
         self.step_of: dict[str, StepDraft] = {}  # span id -> the step it made or answered
+        self.restored: exported.RunFacts | None = None  # a run agentdbg exported, its facts
 
     def read(self, members: list[Span], answer: Any = None) -> list:
         builder, agent = self.builder, self.agent
+        restored = self.restored = exported.RunFacts.from_attributes(agent.attrs) if agent is not None else None
         if agent is not None:
             builder.task = self._agent_task(agent)
+        if restored is not None:
+            restored.apply_preamble(builder)
         turns_with_usage = False
         by_id = {span.id: span for span in members if span.id}
         for span in members:
@@ -319,7 +326,7 @@ class _RunReader:
         if not any(span.role in ("model", "tool") for span in members):
             self.src.problem(f"trace {members[0].trace if members else '?'} has no chat or execute_tool spans")
         outcome, message, total = None, "", None
-        if answer is not None or agent is not None:
+        if restored is None and (answer is not None or agent is not None):
             self._answer(text_of(answer) if answer is not None else self._agent_answer(agent))
         if agent is not None:
             error_type = text_of(agent.attrs.get("error.type"))
@@ -331,6 +338,9 @@ class _RunReader:
         self.chat.finish()
         if self.model:
             builder.policy = f"recorded: {self.model} ({self.policy})"
+        if restored is not None:  # a run agentdbg exported: as it was
+            restored.apply_settings(builder)
+            return builder.build(total_tokens=total, **restored.end())
         return builder.build(outcome=outcome, message=message, total_tokens=total)
 
     def _step_above(self, span: Span, by_id: dict[str, Span]) -> StepDraft | None:
@@ -426,7 +436,7 @@ class _RunReader:
             self._any_agent_output(attrs.get("gen_ai.output"), texts, calls)
         elif attrs.get("span.type"):
             self._monocle_output(span, texts, calls)
-        steps = chat.assistant(texts, calls, _span_tokens(span), reasoning=reasoning)
+        steps = exported.model_turn(chat, attrs, texts, calls, _span_tokens(span), reasoning)
         for source, data, note in extras:
             builder.raw(source, data, note, current=True, step=steps[0] if steps else None)
         if steps and span.id:
@@ -517,6 +527,7 @@ class _RunReader:
         if failed and step is not None:
             step.error_kind = "timeout" if "timeout" in error_type.lower() else "exception"
             step.error_message = ": ".join(m for m in (error_type, detail) if m) or "the tool span failed"
+            exported.tool_error(step, attrs)
 
 
 def _tool_fields(span: Span) -> tuple[str, Any, Any, str, bool]:

@@ -80,6 +80,23 @@ def is_being_written(path: str | Path) -> bool:
     return False
 
 
+def writer_holds(fd: int) -> bool | None:
+    """True while a writer holds the file open at ``fd`` (a reader's own descriptor: the
+    file it reads, even if the path now names another), False when none does, None when
+    the filesystem cannot tell (it cannot lock)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)  # at once: a writer starting now retries past it
+    except OSError:
+        pass
+    return False
+
+
 def writer_pid(fd: int) -> int | None:
     """The process holding an exclusive ``flock`` on the file open at ``fd``, when the
     system says (Linux lists locks in /proc/locks); None otherwise."""

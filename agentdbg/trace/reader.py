@@ -41,6 +41,8 @@ from agentdbg.files import OpenError, open_regular, read_head, size_text, unread
 from agentdbg.runs import Document, Problem
 from agentdbg.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
+from agentdbg.trace.follow import Follower
+from agentdbg.trace.locking import writer_holds
 from agentdbg.trace.tally import fold_steps
 
 SNIFF_BYTES = 64 * 1024
@@ -61,6 +63,7 @@ _BOM = b"\xef\xbb\xbf"
 _RUN_START_LINE = b"\n" + fmt.RUN_START_PREFIX
 # Lines that shape the index: each match starts at the newline before the line.
 _STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
+_STRUCTURE_TYPES = ("step", "run_start", "checkpoint")
 _OVERLAP = 32  # longer than any match: a match cut by a chunk's end is found in the next
 _KIND_AT = 10  # the byte after '\n{"type":"': s(tep), r(un_start), c(heckpoint)
 _STEP, _RUN_START, _CHECKPOINT = ord("s"), ord("r"), ord("c")
@@ -405,6 +408,13 @@ class TraceIndex:
         self._last_notice = 0.0
         self.cpu_seconds = 0.0  # CPU time the background thread spent indexing
         self._first_structure: int | None = None
+        self._checked_outside = False
+        # Following a file that is still being written (agentdbg.trace.follow): while
+        # ``live``, the last run's end is not known and ``complete`` means caught up.
+        self.follower: Follower | None = None
+        self.live = False
+        self.settled_step = -1  # while live: the newest step (index in ``steps``) known whole
+        self.ended_run = -1  # while live: the newest run whose run_end has been read
 
     @property
     def run_count(self) -> int:
@@ -418,14 +428,22 @@ class TraceIndex:
         return self.run_first[run], stop
 
     def _run_end(self, run: int) -> int | None:
-        """Where run ``run`` ends: the next run's start, or the file's end once known."""
-        return self.run_starts[run + 1] if run + 1 < len(self.run_starts) else self.end
+        """Where run ``run`` ends: the next run's start, or the file's end once known (a
+        followed run that has ended ends where the file ends now)."""
+        if run + 1 < len(self.run_starts):
+            return self.run_starts[run + 1]
+        if self.end is None and run == self.ended_run:
+            return self.source.data_end
+        return self.end
 
     def _published(self, run: int) -> int:
-        """Steps whose lines are all known (the last one needs the next step or the end)."""
+        """Steps whose lines are all known (the last one needs the next step or the end,
+        or, in a followed file, to be known whole: see ``agentdbg.trace.follow``)."""
         first, stop = self._run_steps(run)
         count = stop - first
-        return count if self._run_end(run) is not None else max(0, count - 1)
+        if self._run_end(run) is not None or (stop > first and stop - 1 <= self.settled_step):
+            return count
+        return max(0, count - 1)
 
     def _run_checkpoints(self, run: int) -> tuple[int, int]:
         """[first, stop) indexes of the checkpoints between run ``run``'s start and its end."""
@@ -463,10 +481,10 @@ class TraceIndex:
             self._merge([], [(self.start, _RUN_START)])
         self._scan_chunk(FIRST_CHUNK_BYTES)
         if self.position >= self.source.data_end:
-            self._finish()
+            self._caught_up()
 
     def start_thread(self) -> None:
-        if self.complete:
+        if self.complete and self.follower is None:
             return
         self._thread = threading.Thread(target=self._run, name=f"agentdbg-index {self.source.path}", daemon=True)
         self._thread.start()
@@ -475,12 +493,21 @@ class TraceIndex:
         while not self.complete and not self._stop:
             self._scan_chunk(CHUNK_BYTES)
             if self.position >= self.source.data_end:
-                self._finish()
+                self._caught_up()
+
+    def _caught_up(self) -> None:
+        """The index has reached the end of the file: done, unless the file is followed
+        and still being written (then its last run stays open)."""
+        if self.follower is not None and self.follower.begin():
+            return
+        self._finish()
 
     def _run(self) -> None:
         started = time.thread_time()
         try:
             self.scan_all()
+            if self.follower is not None:
+                self.follower.run()  # until the index stops
         except Exception as exc:  # a read error stops the index, never the program
             if not self.source.closed:
                 self.source.problems.add(None, f"indexing stopped at byte {self.position:,}: {type(exc).__name__}: {exc}")
@@ -491,16 +518,46 @@ class TraceIndex:
     def stop(self) -> None:
         """Stop indexing (on close): waiters wake up, nothing more is read."""
         self._stop = True
+        if self.follower is not None:
+            self.follower.wake()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
-        if not self.complete:
+        if not self.complete or self.end is None:
             self._finish(failed=True)
+
+    def grow(self, data_end: int) -> None:
+        """A followed file has more complete lines, up to ``data_end``: index them. Done
+        under the lock, so no reader sees a step running into lines not indexed yet. A
+        file that had been finished is open again (its last run stays as it was)."""
+        with self.lock:
+            if self.end is not None:
+                self.end = None
+                self.live = True
+                self.settled_step = len(self.steps) - 1
+                self.ended_run = len(self.run_starts) - 1
+            # The scan starts at the newline before the first new line.
+            self.position = min(self.position, self.source.data_end)
+            self.source.data_end = data_end
+            self.source.tail_problem = None
+            while self.position < data_end and not self._stop:
+                self._scan_chunk(CHUNK_BYTES, notify=False)
+            self.complete = True
+            self.lock.notify_all()
+
+    def settle(self, ended: bool) -> None:
+        """Every line of the followed file so far is known to form whole steps (``ended``:
+        its last run has ended)."""
+        with self.lock:
+            self.settled_step = len(self.steps) - 1
+            if ended:
+                self.ended_run = len(self.run_starts) - 1
+            self.lock.notify_all()
 
     def wait(self, timeout: float | None = None) -> bool:
         with self.lock:
             return self.lock.wait_for(lambda: self.complete, timeout)
 
-    def _scan_chunk(self, size: int) -> None:
+    def _scan_chunk(self, size: int, notify: bool = True) -> None:
         # Matches start at the newline before a line; the scan starts at the newline that
         # ends the header (or before the first line) so the first run is found too.
         position = self.position
@@ -520,7 +577,8 @@ class TraceIndex:
             (o + base, data[o + _KIND_AT]) for o in offsets if data[o + _KIND_AT] != _STEP]
         self._merge(steps, others)
         self.position = scan_from + limit + 1
-        self._notify()
+        if notify:
+            self._notify()
 
     def _merge(self, steps: list[int], others: list[tuple[int, int]]) -> None:
         """Add one chunk's findings (sorted offsets) to the arrays, under the lock: linear
@@ -553,18 +611,22 @@ class TraceIndex:
             self.end = self.source.data_end if not failed else min(self.position, self.source.data_end)
             self.position = self.source.data_end
             self.complete = True
+            self.live = False
             self.lock.notify_all()
         if not failed and not self.source.closed:
             try:
-                if self.source.tail_problem is not None:
+                # A last line still being written is not damage: it is left out for now.
+                if self.source.tail_problem is not None and not writer_holds(self.source.fd):
                     self.source.report(*self.source.tail_problem)
-                self._check_outside_runs()
+                if not self._checked_outside:
+                    self._check_outside_runs()
             except (OSError, ValueError):
                 pass
         self._notify(final=True)
 
     def _check_outside_runs(self) -> None:
         """Lines between the header and the first run belong to no run: say so."""
+        self._checked_outside = True
         source = self.source
         first = self._first_structure if self._first_structure is not None else source.data_end
         if self.run_starts and self.run_starts[0] < 0:
@@ -574,10 +636,23 @@ class TraceIndex:
         if first - self.start > 16 * source.max_line_bytes:
             source.report(self.start, f"{_size_text(first - self.start)} before the first run could not be read as events")
             return
+        unshaped = 0  # structure lines not in the layout the index finds (spaces, "type" not first)
         for line in source.lines(self.start, first):
             event = source.decode(line, 0)
-            if event is not None:
+            if event is None:
+                continue
+            if event.type in _STRUCTURE_TYPES:
+                unshaped += 1
+                if unshaped == 1:
+                    source.report(line.offset, f"a {event.type} line not in the trace layout: agentdbg finds runs and "
+                                  f'steps by lines that begin exactly {{"type":"{event.type}", (compact JSON, '
+                                  '"type" first, as agentdbg.trace.format.event_line writes them); this one has '
+                                  "spaces or another key first, so no run of the file can be found")
+                continue
+            if not unshaped:
                 source.report(line.offset, f"a {event.type} event outside any run (no run_start before it): ignored")
+        if unshaped > 1:
+            source.report(self.start, f"{unshaped - 1:,} more run_start, step or checkpoint lines not in the trace layout")
 
 
 class TraceRuns(Sequence):
@@ -637,7 +712,7 @@ class TraceRun:
         self.number = run + 1
         self._info: RunInfo | None = None
         self._header: list[ev.Event] | None = None
-        self._records: OrderedDict[int, StepRecord] = OrderedDict()
+        self._records: OrderedDict[int, tuple[int, StepRecord]] = OrderedDict()  # step -> (where it ended, record)
         self._states: OrderedDict[int, RunState] = OrderedDict()
         self._bad_checkpoints: set[int] = set()
         self._milestones: dict[int, RunState] = {}
@@ -704,10 +779,32 @@ class TraceRun:
                 lambda: index._published(run) >= step or index._run_end(run) is not None, timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every step of the run is indexed."""
+        """Wait until every step of the run is indexed (of a run still being written:
+        every step the file holds now)."""
         index, run = self._index, self._run
         with index.lock:
-            return index.lock.wait_for(lambda: index._run_end(run) is not None, timeout)
+            return index.lock.wait_for(lambda: index._run_end(run) is not None or (index.live and index.complete),
+                                       timeout)
+
+    @property
+    def live(self) -> bool:
+        """The run is still being written (its file is followed and it has not ended)."""
+        with self._index.lock:
+            return self._index.live and self._index._run_end(self._run) is None
+
+    def pending_record(self) -> StepRecord | None:
+        """A run still being written: its newest step as far as its lines go now (not yet
+        counted in ``step_count``: more of it may come); None when there is none."""
+        index = self._index
+        with index.lock:
+            if not index.live or index._run_end(self._run) is not None:
+                return None
+            first, stop = index._run_steps(self._run)
+            count = stop - first
+            if count == 0 or index._published(self._run) == count:
+                return None
+            start, end = index.steps[stop - 1], self._source.data_end
+        return StepRecord.from_events(count, self._source.decode_span(start, end, count))
 
     @property
     def end(self) -> ev.RunEnd | None:
@@ -751,22 +848,36 @@ class TraceRun:
                 raise IndexError(f"no step {step}: the run has {count} steps{more}")
             first, stop = index._run_steps(self._run)
             start = index.steps[first + step - 1]
-            end = index.steps[first + step] if first + step < stop else index._run_end(self._run)
+            if first + step < stop:
+                end = index.steps[first + step]
+            else:  # the last step: a followed run's newest step ends where the file ends now
+                end = index._run_end(self._run)
+                end = self._source.data_end if end is None else end
         return start, end
 
     def record(self, step: int) -> StepRecord:
+        start, end = self._span(step)
         with self._cache_lock:
             cached = self._records.get(step)
-            if cached is not None:
+            if cached is not None and cached[0] == end:
                 self._records.move_to_end(step)
-                return cached
-        start, end = self._span(step)
+                return cached[1]
         record = StepRecord.from_events(step, self._source.decode_span(start, end, step))
         with self._cache_lock:
-            self._records[step] = record
+            if cached is not None:  # the step grew (a followed file): what was derived from it goes
+                self._forget_from(step)
+            self._records[step] = (end, record)
             if len(self._records) > RECORD_CACHE:
                 self._records.popitem(last=False)
         return record
+
+    def _forget_from(self, step: int) -> None:
+        """Drop the states derived from ``step`` on (call with the cache lock held)."""
+        for number in [n for n in self._states if n >= step]:
+            del self._states[number]
+        for number in [n for n in self._milestones if n >= step]:
+            del self._milestones[number]
+        self._milestone_steps = [n for n in self._milestone_steps if n < step]
 
     def step_bytes(self, step: int) -> bytes | None:
         """Step ``step``'s lines exactly as the file holds them (checkpoint lines included),
@@ -923,8 +1034,35 @@ class TraceDocument(Document):
         return self.index is None or self.index.complete
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the whole file is indexed; False on timeout."""
+        """Wait until the whole file is indexed (a followed file: as far as it goes now);
+        False on timeout."""
         return self.index is None or self.index.wait(timeout)
+
+    # -- following a file still being written (open_trace(follow=True)) -----------------
+    @property
+    def following(self) -> bool:
+        """The file is watched for what is appended to it (and has not been cut or replaced)."""
+        follower = self.index.follower if self.index is not None else None
+        return follower is not None and follower.stopped is None
+
+    @property
+    def live(self) -> bool:
+        """Followed, and still being written: a writer holds it, or its last run has no
+        end yet and it grew recently."""
+        return self.index is not None and self.index.live
+
+    @property
+    def follow_stopped(self) -> str | None:
+        """Why following stopped before the file was finished (it was truncated or
+        replaced), or None."""
+        follower = self.index.follower if self.index is not None else None
+        return follower.stopped if follower is not None else None
+
+    def refresh(self, settled: bool = False) -> bool:
+        """Look at a followed file now rather than at the next poll; ``settled``: its
+        writer says everything written so far forms whole steps. True when it grew."""
+        follower = self.index.follower if self.index is not None else None
+        return follower is not None and follower.refresh(settled=settled)
 
     def subscribe(self, on_progress: Callable[[], None] | None = None,
                   on_problem: Callable[[Problem], None] | None = None) -> None:
@@ -966,9 +1104,12 @@ def _describe_unreadable(head: bytes) -> str:
             '{"type":"header","format":"agentdbg-trace","version":1}')
 
 
-def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, background: bool = True) -> TraceDocument:
+def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, background: bool = True,
+               follow: bool = False) -> TraceDocument:
     """Open a trace file. Returns at once, with the first screen's worth indexed; the rest
-    is indexed by a background thread (``background=False``: before returning)."""
+    is indexed by a background thread (``background=False``: before returning).
+    ``follow``: keep reading what is appended while the file is being written (see
+    ``agentdbg.trace.follow``; needs ``background``)."""
     name = str(path)
     fd, info = open_regular(path, what="a trace file")  # a named pipe or a device is refused, never read
     try:
@@ -984,6 +1125,8 @@ def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, backgr
         start = _read_header(source, head, kind)
         _find_data_end(source)
         index = TraceIndex(source, start)
+        if follow and background:
+            index.follower = Follower(index, info)
         document.index, document.source, document.problem_log = index, source, log
         document.runs = TraceRuns(source, index)
         index.scan_first()

@@ -3,7 +3,8 @@
 A recording killed at any moment (SIGKILL, a crash) leaves a file that opens with every
 complete event: each line goes to the operating system in a single write as soon as the
 event exists, so at most the line being written is lost. With ``fsync=True`` each step
-is also forced to disk when the next one begins, which covers power loss too.
+is also forced to disk when the next one begins, which covers power loss too; so is an
+``operation`` line before its call runs, and that call's result before it is returned.
 
 The writer also folds the run's derived state as it goes and writes a ``checkpoint``
 every ``checkpoint_every`` steps (just before the next step's ``step`` line), so a reader
@@ -192,8 +193,9 @@ class TraceWriter:
             self._step_events.append(event)
         self._write(fmt.event_line(event).encode("utf-8"))
         self.events_written += 1
-        if self.fsync and isinstance(event, ev.RunEnd):
-            self._sync()
+        if self.fsync and (isinstance(event, (ev.RunEnd, ev.Operation))
+                           or (isinstance(event, ev.Observation) and event.key)):
+            self._sync()  # an operation's intent before it runs, its result before it is returned
 
     def write_all(self, events: Iterable[ev.Event]) -> None:
         for event in events:
@@ -230,6 +232,12 @@ class TraceWriter:
                 os.ftruncate(self._file.fileno(), self._complete)
         except OSError:
             pass  # the cut line stays; a reader reports it as incomplete
+
+    @property
+    def end_offset(self) -> int:
+        """Where the last line written whole ends in the file (the file's size, as this
+        writer is its only one): a reader that has read this far has every event written."""
+        return self._complete
 
     def close(self) -> None:
         """Flush (and with ``fsync``, force to disk), then release the file. Raises

@@ -30,10 +30,14 @@ from textual.worker import get_current_worker
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
+from agentdbg.engine.approval import Decision
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.runs import Document
 from agentdbg.tui import commands
+from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
+from agentdbg.tui.live import LiveControl, LiveEvent
 from agentdbg.tui.safe import one_line
+from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.help import HelpScreen
 from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
@@ -122,6 +126,9 @@ class DebuggerApp(App[None]):
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
         self._label = label
         self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
+        self.live = LiveControl(self)  # a trace still being written, and its agent
+        # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
+        self.approvals = ApprovalDesk(self.post_message)
 
     # --- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -153,6 +160,8 @@ class DebuggerApp(App[None]):
     def on_unmount(self) -> None:
         if self._poll_timer is not None:
             self._poll_timer.stop()
+        self.live.close()  # a paused agent goes on
+        self.approvals.close()  # a step waiting for a decision ends now, without running the call
         self._cancel.set()  # a continue or search still running stops at its next look
         with self._job_lock:
             self._quitting = True  # and a job not started yet never starts
@@ -194,11 +203,15 @@ class DebuggerApp(App[None]):
         self._problems_seen = 0
         self._document_problems = 0
         self.breakpoints = self.load_breakpoints(document)
+        for run in document.runs:  # a live run asks the user, unless told in advance (--approve)
+            if hasattr(run, "approver") and run.approver is None:
+                run.approver = self.approvals.ask
         self.run_index = max(0, min(run_index, len(document.runs) - 1))
         if old is not None and old is not document:
             self.close_when_idle(old)
-        if not document.runs:
+        if not document.runs and not getattr(document, "live", False):
             self.problems.append(f"{document.path}: no run found in this file")
+        self.live.document_set(document)
         self.show_run()
         self.report_problems()
 
@@ -213,6 +226,7 @@ class DebuggerApp(App[None]):
         if session is None:
             session = self.sessions[self.run_index] = DebugSession(document.runs[self.run_index], self.breakpoints)
         timeline.show_run(session.run, self.gutter)
+        self.live.run_shown()
         self.show_cursor()
         total = len(document.runs)
         where = f"run {self.run_index + 1} of {total} · " if total > 1 else ""
@@ -350,6 +364,9 @@ class DebuggerApp(App[None]):
     def _poll(self) -> None:
         session = self.session
         if session is None:
+            if self.document is not None and self.document.runs:  # a followed file's first run began
+                self.show_run()
+            self.live.tick()
             return
         run = session.run
         timeline = self.query_one(Timeline)
@@ -364,6 +381,17 @@ class DebuggerApp(App[None]):
             session.goto(1)
             self.show_cursor()
         self.report_problems()
+        self.live.tick()
+
+    @on(LiveEvent)
+    def live_event(self, event: LiveEvent) -> None:
+        try:
+            if event.kind == "grew":
+                self._poll()
+            else:
+                self.live.handle(event)
+        except NoMatches:  # the app is quitting
+            pass
 
     # --- moving -------------------------------------------------------------------------
     def _session_ready(self) -> DebugSession | None:
@@ -399,6 +427,8 @@ class DebuggerApp(App[None]):
 
     def action_step_forward(self) -> None:
         session = self.session
+        if session is not None and not self.busy and self.live.on_step_forward():
+            return
         self.move("step", lambda s: s.step_forward(), (session.cursor + 1) if session else 0)
 
     def action_step_back(self) -> None:
@@ -408,10 +438,13 @@ class DebuggerApp(App[None]):
         self.move("home", lambda s: s.home(), 1)
 
     def action_last_step(self) -> None:
+        self.live.on_last_step()
         self.move("end", lambda s: s.end(), 0)
 
     def action_continue_forward(self) -> None:
         session = self._session_ready()
+        if session is not None and self.live.on_continue():
+            return
         if session is not None:
             self.start_worker("continue", partial(self._continue, session, True), cancellable=True)
 
@@ -431,6 +464,8 @@ class DebuggerApp(App[None]):
         self.post_message(self.Progress(operation, step))
 
     def action_cancel(self) -> None:
+        if self.live.cancel():
+            return
         if self.busy:
             self._cancel.set()
             self.say(f"cancelling {self.busy}…", "yellow")
@@ -503,6 +538,23 @@ class DebuggerApp(App[None]):
         if self.busy:
             self.say(f"{message.operation}… at step {message.step:,} (Esc cancels)", "bold cyan")
 
+    @on(ApprovalAsked)
+    def approval_asked(self, message: ApprovalAsked) -> None:
+        pending = message.pending
+        if self._quitting:
+            self.approvals.answer(pending, CLOSED)
+            return
+        request = pending.request
+        self.say(f"step {request.step}: {one_line(request.tool, 60)} is dangerous and waits for your decision",
+                 "bold magenta")
+        self.push_screen(ApprovalScreen(request), partial(self.approval_decided, pending))
+
+    def approval_decided(self, pending: PendingApproval, decision: Decision | None) -> None:
+        decision = decision if decision is not None else Decision.deny(DISMISSED, by="user")
+        self.approvals.answer(pending, decision)
+        if self.busy:
+            self.say(f"{decision.decision}: {self.busy}…", "bold cyan")
+
     def failed(self, operation: str, error: BaseException) -> None:
         self.show_cursor()
         text = one_line(str(error) or type(error).__name__, 300)
@@ -511,6 +563,7 @@ class DebuggerApp(App[None]):
 
     def finished(self, operation: str, result: Any) -> None:
         """A move ended (now or in a worker): repaint and say what happened."""
+        self.live.moved(operation)
         handler = getattr(self, f"_after_{operation.replace(' ', '_').replace('-', '_')}", None)
         if handler is not None:
             handler(result)
@@ -523,9 +576,13 @@ class DebuggerApp(App[None]):
             self.say("at the first step", "bold")
         else:
             self.say(self.describe_step(), self.reason_style())
+        if operation == "end":
+            self.live.after_end()
 
     def _after_continue(self, stop: Stop | None) -> None:
         self.show_cursor()
+        if self.live.after_continue(stop):
+            return
         if stop is None:
             self.say("continue cancelled: the cursor stays here", "yellow")
         else:
@@ -692,6 +749,9 @@ class DebuggerApp(App[None]):
                 self.show_run()
 
         self.push_screen(switcher, answer)
+
+    def action_attach(self) -> None:
+        self.live.toggle_attach()
 
     def action_show_problems(self) -> None:
         self.push_screen(ProblemsScreen(list(self.problems)))

@@ -34,14 +34,14 @@ def _key_name(key: str) -> str:
 
 
 COMMANDS: tuple[Command, ...] = (
-    Command("step.forward", "n", "step_forward", "Step", "step forward one step (runs a live plan one step)", "Stepping", True),
+    Command("step.forward", "n", "step_forward", "Step", "step forward one step (runs a live plan one step; at the newest step of a run being written, waits for the next)", "Stepping", True),
     Command("step.back", "p,N", "step_back", "Back", "step back one step (exact: the state is rebuilt from events)", "Stepping", True, "p / N"),
-    Command("step.continue", "c", "continue_forward", "Continue", "continue to the next breakpoint or automatic break", "Stepping", True),
+    Command("step.continue", "c", "continue_forward", "Continue", "continue to the next breakpoint or automatic break (in a run being written: waits for one in new steps)", "Stepping", True),
     Command("step.reverse_continue", "C", "continue_back", "Rev-continue", "reverse-continue to the previous breakpoint", "Stepping", True),
-    Command("step.cancel", "escape", "cancel", "Cancel", "cancel a continue or a search in progress", "Stepping"),
+    Command("step.cancel", "escape", "cancel", "Cancel", "cancel a continue or a search in progress, or stop waiting for new steps", "Stepping"),
     Command("step.goto", "g", "goto", "Go to", "go to a step by number", "Stepping", True),
     Command("step.first", "home", "first_step", "First", "go to the start of the run", "Stepping"),
-    Command("step.last", "end", "last_step", "Last", "go to the last step reached so far (c runs a live plan on)", "Stepping"),
+    Command("step.last", "end", "last_step", "Last", "go to the last step reached so far (c runs a live plan on); a run being written: follow its newest step", "Stepping"),
     Command("break.toggle", "b", "toggle_breakpoint", "Break", "toggle a breakpoint on the current step", "Breakpoints", True),
     Command("break.manager", "B", "breakpoints", "Breakpoints", "breakpoint manager: tool, step and filter breakpoints, automatic breaks", "Breakpoints", True),
     Command("search.find", "slash", "search", "Search", "search the transcript (regular expression)", "Search", True),
@@ -61,9 +61,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("view.problems", "e", "show_problems", "Problems", "show what went wrong reading the file", "View"),
     Command("app.help", "question_mark", "help", "Help", "this help: every key, the filter language", "App", True, "?"),
     Command("app.quit", "q", "quit", "Quit", "quit agentdbg", "App", True),
+    Command("live.attach", "a", "attach", "Attach", "detach from the agent recording this trace (a paused agent goes on), or attach to it again", "Live"),
 )
 
-GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "View", "App")
+GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "View", "App", "Live")
 
 
 def bindings() -> list[Binding]:

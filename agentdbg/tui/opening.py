@@ -24,11 +24,12 @@ def open_demo() -> Document:
 
 
 def open_for_app(path: str, format: str | None = None, allow_code: bool = False,
-                 allow_network: bool = False) -> tuple[Document | None, str, str]:
-    """(document, path, "") or (None, path, why it cannot be opened)."""
+                 allow_network: bool = False, approve: str | None = None) -> tuple[Document | None, str, str]:
+    """(document, path, "") or (None, path, why it cannot be opened). ``approve`` decides a
+    live plan's dangerous calls in advance; without it the debugger asks for each."""
     try:
         document = documents.open_document(Path(path).expanduser(), format=format, allow_code=allow_code,
-                                           allow_network=allow_network)
+                                           allow_network=allow_network, approve=approve)
         return document, path, ""
     except OPEN_ERRORS as exc:
         return None, path, str(exc) or type(exc).__name__

@@ -14,6 +14,9 @@ from textual.widgets import Static
 from agentdbg.debugger.breakpoints import AUTO_BREAKS
 from agentdbg.debugger.filters import FILTER_HELP
 from agentdbg.tui.commands import COMMANDS, GROUPS
+from agentdbg.tui.screens.approval import APPROVAL_KEYS
+
+GROUP_NOTES = {"Live": "(a trace still being written; its agent can be paused when it was recorded with attach)"}
 
 
 def help_text() -> Table:
@@ -21,7 +24,7 @@ def help_text() -> Table:
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
     for group in GROUPS:
-        table.add_row(Text(group, style="bold underline"), "")
+        table.add_row(Text(group, style="bold underline"), Text(GROUP_NOTES.get(group, ""), style="dim"))
         for command in COMMANDS:
             if command.group == group:
                 table.add_row(Text(command.shown_keys), Text(command.help))
@@ -30,6 +33,11 @@ def help_text() -> Table:
     table.add_row(Text("click"), Text("a timeline row: go to that step"))
     table.add_row(Text("wheel"), Text("scroll a pane"))
     table.add_row(Text("ctrl+p"), Text("command palette: every command above by name"))
+    table.add_row("", "")
+    table.add_row(Text("Dangerous calls", style="bold underline"),
+                  Text("(a live plan's call to a dangerous tool waits in a dialog)", style="dim"))
+    for keys, text in APPROVAL_KEYS:
+        table.add_row(Text(keys), Text(text))
     table.add_row("", "")
     table.add_row(Text("Automatic breaks", style="bold underline"), Text("(B to turn each on or off)", style="dim"))
     for code, text in AUTO_BREAKS.items():

@@ -33,6 +33,7 @@ class RunHeader(Widget):
         super().__init__(id=id)
         self.left = Text()
         self.right = Text()
+        self.note = Text()  # a run still being written: live or finished, and its agent
         self.run_total = 1
 
     def show(self, run, step: int, run_index: int = 0, run_total: int = 1) -> None:
@@ -40,19 +41,26 @@ class RunHeader(Widget):
         self.left, self.right = self.describe(run, step, run_index, run_total)
         self.refresh()
 
+    def set_note(self, note: Text) -> None:
+        if note.plain != self.note.plain or note.spans != self.note.spans:
+            self.note = note
+            self.refresh()
+
     @property
     def text(self) -> str:
-        return f"{self.left.plain}  {self.right.plain}"
+        note = f"{self.note.plain}  " if self.note.plain else ""
+        return f"{self.left.plain}  {note}{self.right.plain}"
 
     def render(self) -> Text:
         width = self.size.width
         left = self.left.copy()
-        room = max(width - self.right.cell_len - 1, 0)
+        right = Text.assemble(self.note, "  ", self.right) if self.note.plain else self.right
+        room = max(width - right.cell_len - 1, 0)
         if left.cell_len > room:
             left.truncate(max(room - 1, 0))
             left.append("…")
-        left.append(" " * max(width - left.cell_len - self.right.cell_len, 1))
-        left.append_text(self.right)
+        left.append(" " * max(width - left.cell_len - right.cell_len, 1))
+        left.append_text(right)
         return left
 
     @staticmethod
@@ -67,10 +75,11 @@ class RunHeader(Widget):
             left.append(f" (run {run_index + 1}/{run_total})", style="dim")
         left.append("  Task: ", style="dim")
         left.append(one_line(run.info.task, 200))
-        right = outcome_text(run)
+        # A run being written has no outcome yet: the note beside it says it is live.
+        right = Text() if getattr(run, "live", False) else outcome_text(run)
         count = run.step_count
         more = "+" if not run.complete else ""
-        right.append(f"  step {step:,}/{count:,}{more} ", style="bold")
+        right.append(f"{'  ' if right.plain else ''}step {step:,}/{count:,}{more} ", style="bold")
         return left, right
 
 
@@ -103,6 +112,8 @@ def outcome_text(run) -> Text:
         return text
     if run.complete:
         return Text("outcome: unknown (no end recorded)", style="yellow")
+    if getattr(run, "live", False):
+        return Text("outcome: not yet", style="dim")
     if hasattr(run, "advance"):
         return Text("live run", style="bold cyan")
     return Text("indexing…", style="bold cyan")

@@ -30,6 +30,10 @@ LABEL_STYLES = {
     "Error": "bold red",
     "Raw": "bold magenta",
     "Guard": "bold magenta",
+    "Paused": "bold yellow",
+    "Approval": "bold magenta",
+    "Replayed": "bold blue",
+    "Operation": "bold blue",
 }
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400
@@ -150,6 +154,13 @@ class Scratchpad(LinePane):
             starts.append(len(lines))
             lines.extend(block)
         return lines, starts
+
+    def forget_from(self, step: int) -> None:
+        """Steps from ``step`` on are read again (a run still being written)."""
+        for key in [k for k in self._blocks if k[1] >= step]:
+            del self._blocks[key]
+        if self.step >= step:
+            self.rebuild()
 
     def _block_lines(self, run, step: int, current: bool, width: int) -> list[Strip] | None:
         """One step's lines, wrapped and styled; cached, so stepping re-renders two steps."""

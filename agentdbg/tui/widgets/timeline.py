@@ -155,6 +155,15 @@ class Timeline(ScrollView, can_focus=True):
         self._refresh_step(step)
         self.scroll_to_step(step)
 
+    def forget_from(self, step: int) -> None:
+        """Rows from ``step`` on are read again (a run still being written: its newest
+        step may have grown)."""
+        for number in [n for n in self._rows if n >= step]:
+            del self._rows[number]
+        for key in [k for k in self._strips if k[0] >= step]:
+            del self._strips[key]
+        self.refresh()
+
     def refresh_gutter(self) -> None:
         self._strips.clear()
         self.refresh()

@@ -71,6 +71,9 @@ class ToolsPane(LinePane):
         description = one_line(spec.get("description", ""), 400)
         if description:
             lines.append((2, Text("  " + description, style="dim")))
+        key = spec.get("idempotency_key")
+        if key:
+            lines.append((2, Text("  once per operation key: " + one_line(key, 200), style="dim italic")))
         return lines
 
     def _unknown(self, name: str, counts: list, current: bool, width: int) -> list:

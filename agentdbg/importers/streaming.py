@@ -274,8 +274,8 @@ class _Window:
                     self.more()  # then parsed again: the error's position is in the text held now
                     continue
                 raise
-            if end == len(self.buf) and self.buf[self.pos] not in '{["' and not self.eof:
-                self.more()  # a number may go on in the next read
+            if end >= len(self.buf) - _NEAR_END and self.buf[self.pos] not in '{["' and not self.eof:
+                self.more()  # a number may go on in the next read ("0" of "0.5", "1" of "1e5")
                 continue
             self.pos = end
             return value

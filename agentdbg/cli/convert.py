@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
         return _export(source, output, args)
     started = time.perf_counter()
     try:
+        streamed = importers.stream_file(source, args.format)
+        if streamed is not None:
+            return _convert_streamed(streamed, source, output, started)
         name, result = importers.convert_file(source, args.format)
     except ValueError as exc:  # NotImportable, UnknownFormat
         return render.fail("convert", str(exc))
@@ -61,6 +64,35 @@ def run(args: argparse.Namespace) -> int:
     print(f"{one_line(str(source))} ({name}) -> {one_line(str(output))}: {render.plural(written.runs, 'run')}, "
           f"{render.plural(written.steps, 'step')}; {render.plural(raw, 'record')} kept as raw events; "
           f"{render.plural(len(result.problems), 'warning')} ({seconds:.2f} s)")
+    return 0
+
+
+def _convert_streamed(streamed, source: Path, output: Path, started: float) -> int:
+    """A format that streams: each run is written as it is read, so a file of any size
+    converts in the memory one run takes; problems are printed at the end. TRACE is
+    renamed into place only when every run is written."""
+    from agentdbg import importers
+    from agentdbg.trace.writer import write_trace
+
+    def every_run():
+        yield from streamed.runs()
+        if not streamed.run_count:
+            raise ValueError(f"{source}: no runs found in it as {streamed.name}")
+
+    try:
+        written = write_trace(output, every_run(), header={"source": str(source), "source_format": streamed.name})
+    except OSError as exc:
+        return render.fail("convert", f"cannot write {output}: {exc}")
+    except importers.NotImportable as exc:  # nothing was written
+        return render.fail("convert", str(exc))
+    except ValueError as exc:  # no runs: nothing was written
+        render.print_problems(streamed.problems, str(source), "convert")
+        return render.fail("convert", str(exc))
+    render.print_problems(streamed.problems, str(source), "convert")
+    seconds = time.perf_counter() - started
+    print(f"{one_line(str(source))} ({streamed.name}) -> {one_line(str(output))}: {render.plural(written.runs, 'run')}, "
+          f"{render.plural(written.steps, 'step')}; {render.plural(streamed.raw_events, 'record')} kept as raw events; "
+          f"{render.plural(len(streamed.problems), 'warning')} ({seconds:.2f} s)")
     return 0
 
 

@@ -3,7 +3,9 @@
 One module per format, each with ``NAME``, ``DESCRIPTION``, ``sniff(head, path) ->
 (ok, reason)`` (a cheap look at the first bytes; a refusal says why) and
 ``convert(source, path=None) -> ImportResult``; a binary format (``BINARY = True``) is
-given the file's bytes instead of its text. Detection is by content, never by the file's
+given the file's bytes instead of its text. A format that can read a big file a run at a
+time also has ``convert_stream`` and ``STREAMS`` (which of its files stream): see
+``importers.streamed``. Detection is by content, never by the file's
 extension: the first format in ``FORMATS`` whose sniff accepts the file reads it.
 See docs/importers.md for what maps to what.
 """
@@ -48,6 +50,8 @@ from agentdbg.importers.base import (
     read_input,
 )
 from agentdbg.importers.found import nothing_read
+from agentdbg.importers.streamed import StreamedImport, spool
+from agentdbg.importers.streaming import StreamReader
 from agentdbg.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [
@@ -61,7 +65,10 @@ FORMATS: list[ModuleType] = [
 BY_NAME: dict[str, ModuleType] = {module.NAME: module for module in FORMATS}
 
 __all__ = ["FORMATS", "BY_NAME", "ImportResult", "NotImportable", "UnknownFormat", "detect",
-           "sniff_all", "get_format", "binary_format", "convert_file", "open_import"]
+           "sniff_all", "get_format", "binary_format", "convert_file", "stream_file", "open_import"]
+# show, stats, check and the debugger read a file bigger than this a run at a time (through
+# a temporary trace) when its format streams it; smaller ones are converted in memory.
+STREAM_ABOVE_BYTES = 32 * 1024 * 1024
 
 
 def get_format(name: str) -> ModuleType:
@@ -152,8 +159,9 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
     """(format name, what it made of the file)."""
     path = Path(path)
     name = get_format(format).NAME if format else detect(path)
-    data = read_input(path)
     module = BY_NAME[name]
+    streams = getattr(module, "STREAMS", "")
+    data = read_input(path, f"; {name} streams only {streams}" if streams else "")
     if getattr(module, "BINARY", False):
         text, problems = data, []
     else:
@@ -172,8 +180,48 @@ def convert_file(path: str | Path, format: str | None = None) -> tuple[str, Impo
     return name, result
 
 
+def stream_file(path: str | Path, format: str | None = None) -> StreamedImport | None:
+    """The runs of ``path`` a run at a time, when its format streams a file of its kind
+    (None: it is read whole, by ``convert_file``). Its ``runs()`` gives the same events,
+    counts and problems as ``convert_file``, and raises what it raises."""
+    path = Path(path)
+    name = get_format(format).NAME if format else detect(path)
+    module = BY_NAME[name]
+    if not hasattr(module, "convert_stream"):
+        return None
+    try:
+        if format:
+            _refuse_binary(path, read_file_head(path, HEAD_BYTES))
+        reader = StreamReader(path)
+    except OpenError as exc:
+        raise NotImportable(str(exc)) from None
+    try:
+        streamed = StreamedImport(module, reader, str(path))
+    except NotImportable as exc:
+        reader.close()
+        raise NotImportable(f"{exc} (reading it as {name})") from None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        reader.close()
+        raise NotImportable(f"{path}: cannot be read as {name}: {type(exc).__name__}: {exc}") from None
+    except BaseException:
+        reader.close()
+        raise
+    if not streamed.streams:
+        streamed.close()
+        return None
+    return streamed
+
+
 def open_import(path: str | Path, format: str | None = None) -> Document:
-    """The runs in ``path`` as a Document (kind = the format's name)."""
+    """The runs in ``path`` as a Document (kind = the format's name); a big file whose
+    format streams it is converted a run at a time into a temporary trace, read from there."""
+    try:
+        big = Path(path).stat().st_size > STREAM_ABOVE_BYTES
+    except OSError:
+        big = False  # convert_file says what is wrong with it
+    streamed = stream_file(path, format) if big else None
+    if streamed is not None:
+        return spool(streamed)
     name, result = convert_file(path, format)
     runs = [EventRun(events) for events in result.runs]
     return Document(str(path), name, runs, list(result.problems))

@@ -14,7 +14,8 @@ from agentdbg.files import read_head as read_file_head
 from agentdbg.runs import Problem
 
 HEAD_BYTES = 64 * 1024  # what a sniff looks at
-# Saved runs are read whole, so a limit keeps a huge or endless file from exhausting memory.
+# A saved run read whole has a limit, so a huge or endless file cannot exhaust memory
+# (the formats that stream read a big file a record at a time instead: importers.streamed).
 MAX_IMPORT_BYTES = 512 * 1024 * 1024
 
 
@@ -50,13 +51,16 @@ class ImportResult:
         converter's word, else a run with a task or an outcome of the source's own."""
         if self.empty_run is not None:
             return self.empty_run
-        for run in self.runs:
-            start, end = run[0], run[-1]
-            if isinstance(start, ev.RunStart) and start.task.strip():
-                return True
-            if isinstance(end, ev.RunEnd) and end.outcome not in ("empty", "unfinished"):
-                return True
-        return False
+        return any(run_holds(run) for run in self.runs)
+
+
+def run_holds(run: list[ev.Event]) -> bool:
+    """Whether a run is what its file holds even without a step: it has a task, or an
+    outcome of the source's own."""
+    start, end = run[0], run[-1]
+    if isinstance(start, ev.RunStart) and start.task.strip():
+        return True
+    return isinstance(end, ev.RunEnd) and end.outcome not in ("empty", "unfinished")
 
 
 @dataclass
@@ -88,12 +92,12 @@ def decode(data: bytes, path: str) -> tuple[str, list[Problem]]:
         return data.decode("utf-8", errors="replace"), problems
 
 
-def read_input(path: str | Path) -> bytes:
+def read_input(path: str | Path, note: str = "") -> bytes:
     """The whole saved run at ``path`` (a regular file of at most MAX_IMPORT_BYTES);
-    NotImportable says why not."""
+    NotImportable says why not (``note``: what streams instead, for the refusal)."""
     try:
         return read_bounded(path, MAX_IMPORT_BYTES, "runs saved by other agent stacks are read whole, "
-                                                    f"at most {size_text(MAX_IMPORT_BYTES)}")
+                                                    f"at most {size_text(MAX_IMPORT_BYTES)}{note}")
     except OpenError as exc:
         raise NotImportable(str(exc)) from None
 

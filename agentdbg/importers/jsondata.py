@@ -40,7 +40,7 @@ def load_json_lines(src: Source) -> list[Record]:
         try:
             records.append(Record(json.loads(line), number))
         except ValueError as exc:
-            src.problem(f"not valid JSON ({_reason(exc)}); line skipped", number)
+            src.problem(f"not valid JSON ({reason(exc)}); line skipped", number)
     return records
 
 
@@ -55,10 +55,10 @@ def load_json(src: Source) -> Any:
     if src.text[start:start + 1] == "[":
         items, stop = _array_prefix(src.text, start + 1)
         line = src.text.count("\n", 0, stop) + 1
-        src.problem(f"not valid JSON from here ({_reason(error)}); kept the {len(items)} "
+        src.problem(f"not valid JSON from here ({reason(error)}); kept the {len(items)} "
                     "items before it", line)
         return items
-    raise NotImportable(f"{src.path}:{getattr(error, 'lineno', '?')}: not valid JSON: {_reason(error)}")
+    raise NotImportable(f"{src.path}:{getattr(error, 'lineno', '?')}: not valid JSON: {reason(error)}")
 
 
 def _array_prefix(text: str, pos: int) -> tuple[list, int]:
@@ -83,7 +83,7 @@ def _skip(text: str, pos: int) -> int:
     return pos
 
 
-def _reason(exc: Exception) -> str:
+def reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
     return str(exc)
@@ -101,7 +101,7 @@ def parse_arguments(raw: Any) -> tuple[dict | str | None, str | None]:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        return None, f"arguments are not valid JSON: {_reason(exc)}"
+        return None, f"arguments are not valid JSON: {reason(exc)}"
     if not isinstance(value, dict):
         return None, f"arguments should be a JSON object, got {type(value).__name__}"
     return value, None
@@ -127,7 +127,7 @@ def load_concatenated(src: Source) -> list[Record]:
             value, end = _DECODER.raw_decode(text, pos)
         except (ValueError, RecursionError) as exc:  # nested past what can be read: damage too
             resume = text.find("\n{", pos + 1)
-            src.problem(f"not valid JSON ({_reason(exc)}); skipped "
+            src.problem(f"not valid JSON ({reason(exc)}); skipped "
                         + ("to the next object" if resume >= 0 else "the rest of the file"), line_at(pos))
             if resume < 0:
                 break

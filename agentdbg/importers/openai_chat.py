@@ -9,6 +9,7 @@ whole file is one conversation). Each conversation is a run.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from agentdbg.importers.chat import Call, ChatAssembler, convert_conversations
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines
 from agentdbg.importers.openai_responses import responses_marker
 from agentdbg.importers.sniffing import outline
+from agentdbg.importers.streaming import StreamReader
 
 NAME = "openai-chat"
 DESCRIPTION = "OpenAI Chat Completions messages: JSON array, {messages, tools}, or JSON Lines"
@@ -90,17 +92,79 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
     return result
 
 
+STREAMS = "JSON Lines of conversations and JSON arrays of conversations"
+
+
+def convert_stream(reader: StreamReader, result: ImportResult) -> Iterator[tuple[list, int]] | None:
+    """Conversations one at a time: JSON Lines, or an array of conversations (a first pass
+    checks that every element is one: otherwise the array is one conversation, read whole)."""
+    src = reader.src
+    if reader.is_json_lines():
+        return _stream_conversations(src, _line_conversations(src, reader.json_lines()), result)
+    if not reader.opens_array():
+        return None
+    checked = 0
+    for item in reader.array_items():
+        if not _is_conversation(item):
+            checked = 0
+            break
+        checked += 1
+    reader.rewind()
+    if not checked:
+        return None
+    items = (c for item in reader.array_items() for c in _from_value(src, item, None))
+    return _stream_conversations(src, items, result)
+
+
+def _is_conversation(item: Any) -> bool:
+    return isinstance(item, (list, dict)) and (isinstance(item, list) or "messages" in item)
+
+
+def _line_conversations(src: Source, records: Iterator) -> Iterator[dict]:
+    """``_conversations`` of JSON Lines, a line at a time: lines that are all messages are
+    one conversation (held until a line that is not a message says otherwise)."""
+    held: list = []
+    for record in records:
+        if held is not None and isinstance(record.value, dict) and "role" in record.value:
+            held.append(record)
+            continue
+        for earlier in held or ():
+            yield from _from_value(src, earlier.value, earlier.line)
+        held = None
+        yield from _from_value(src, record.value, record.line)
+    if held:
+        yield {"messages": [r.value for r in held], "line": held[0].line, "lines": [r.line for r in held]}
+
+
+def _stream_conversations(src: Source, conversations: Iterator[dict], result: ImportResult) -> Iterator[tuple[list, int]]:
+    found, count, roleless, unread = False, 0, 0, []
+    for conversation in conversations:
+        found = True
+        unread.extend(conversation.pop("unread", ()))
+        count += len(conversation["messages"])
+        roleless += sum(1 for m in conversation["messages"] if not _has_role(m))
+        yield conversation_events(src, **conversation)
+    result.empty_run, result.unread = found_verdict(count, roleless, found, unread)
+
+
 def what_was_found(messages: list, found: bool, unread: list[str]) -> tuple[bool, str]:
     """(whether a result with no step is an empty conversation, else what was missing):
     every message must have a role, and nothing beside them is a list of records."""
+    return found_verdict(len(messages), sum(1 for m in messages if not _has_role(m)), found, unread)
+
+
+def _has_role(message: Any) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("role"), str) and bool(message["role"].strip())
+
+
+def found_verdict(count: int, roleless: int, found: bool, unread: list[str]) -> tuple[bool, str]:
+    """``what_was_found`` from counts: ``count`` messages, ``roleless`` of them without a role."""
     if not found:
         return False, "no conversation in it"
-    roleless = sum(1 for m in messages if not (isinstance(m, dict) and isinstance(m.get("role"), str)
-                                               and m["role"].strip()))
-    if messages and roleless == len(messages):
+    if count and roleless == count:
         return False, "no message had a role"
     if roleless:
-        return False, f"{roleless} of {len(messages)} messages had no role"
+        return False, f"{roleless} of {count} messages had no role"
     if unread:
         held = ", ".join(repr(k) for k in dict.fromkeys(unread))
         return False, f"{held} beside 'messages' {'holds' if len(set(unread)) == 1 else 'hold'} records it does not read"

@@ -11,6 +11,7 @@ however many actions it produced (``tool_call_metadata.model_response.id``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from agentdbg.importers.builder import RunBuilder, StepDraft
 from agentdbg.importers.jsondata import is_json_lines, load_json, load_json_lines, parse_arguments
 from agentdbg.importers.openai_chat import tools_from_definitions
 from agentdbg.importers.sniffing import outline
+from agentdbg.importers.streaming import StreamReader
 
 NAME = "openhands"
 DESCRIPTION = "OpenHands trajectory (array of agent/user/environment events) or evaluation output.jsonl"
@@ -62,6 +64,9 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     return False, "no events with a 'source' (agent/user/environment) and an 'action' or 'observation'"
 
 
+STREAMS = "evaluation output in JSON Lines (output.jsonl)"
+
+
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
     src = as_source(source, path)
     result = ImportResult(problems=src.problems)
@@ -69,19 +74,32 @@ def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult
         records = [(r.value, r.line) for r in load_json_lines(src)]
     else:
         records = [(load_json(src), None)]
+    for events, raw in _runs(src, records):
+        result.runs.append(events)
+        result.raw_count += raw
+    return result
+
+
+def convert_stream(reader: StreamReader, result: ImportResult) -> Iterator[tuple[list, int]] | None:
+    """Evaluation output an instance (a line) at a time; a trajectory is read whole."""
+    if not reader.is_json_lines():
+        return None
+    return _runs(reader.src, ((r.value, r.line) for r in reader.json_lines()))
+
+
+def _runs(src: Source, records: Iterable[tuple[Any, int | None]]) -> Iterator[tuple[list, int]]:
+    found = False
     for value, line in records:
         if isinstance(value, list):
-            events, raw = _run(src, value, {}, line)
+            yield _run(src, value, {}, line)
         elif isinstance(value, dict) and isinstance(value.get("history"), list):
-            events, raw = _run(src, value["history"], value, line)
+            yield _run(src, value["history"], value, line)
         else:
             src.problem("neither a list of events nor an object with a 'history' list; skipped", line)
             continue
-        result.runs.append(events)
-        result.raw_count += raw
-    if not result.runs:
+        found = True
+    if not found:
         raise NotImportable(f"{src.path}: no OpenHands trajectory or evaluation instance in it")
-    return result
 
 
 def _dig(value: Any, *keys: Any) -> Any:

@@ -10,6 +10,7 @@ expected actions and outputs, the reward breakdown) is kept raw on the last step
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from agentdbg.importers.chat import Call, ChatAssembler
 from agentdbg.importers.jsondata import load_json
 from agentdbg.importers.openai_chat import content_text
 from agentdbg.importers.sniffing import outline, wrong_root
+from agentdbg.importers.streaming import StreamReader
 
 NAME = "tau-bench"
 DESCRIPTION = "tau-bench results: array of {task_id, reward, info, traj, trial}, one run per task and trial"
@@ -44,20 +46,32 @@ def sniff(head: str, path: str = "") -> tuple[bool, str]:
     return True, "tau-bench result records: task_id, reward, info, traj"
 
 
+STREAMS = "its JSON array of results"
+
+
 def convert(source: str | bytes | Path, path: str | None = None) -> ImportResult:
     src = as_source(source, path)
     data = load_json(src)
     if not isinstance(data, list):
         raise NotImportable(f"{src.path}: tau-bench results are a JSON array, got {type(data).__name__}")
     result = ImportResult(problems=src.problems)
-    for index, record in enumerate(data):
-        if not isinstance(record, dict):
-            src.problem(f"record {index + 1} is not an object; skipped")
-            continue
-        events, raw = _run(src, record, index)
+    for events, raw in _runs(src, data):
         result.runs.append(events)
         result.raw_count += raw
     return result
+
+
+def convert_stream(reader: StreamReader, result: ImportResult) -> Iterator[tuple[list, int]] | None:
+    """The results a record at a time (anything but an array: read whole)."""
+    return _runs(reader.src, reader.array_items()) if reader.opens_array() else None
+
+
+def _runs(src: Source, records: Iterable) -> Iterator[tuple[list, int]]:
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            src.problem(f"record {index + 1} is not an object; skipped")
+            continue
+        yield _run(src, record, index)
 
 
 def _number(value: Any) -> float | None:

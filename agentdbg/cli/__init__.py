@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "check": "exit 1 when a run hits errors, repeats or budgets (for CI)",
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
+    "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",
 }
 
 

@@ -233,7 +233,7 @@ class GridWorld:
 
     def status(self) -> str:
         grid = self.grid
-        free = ", ".join(f"{name} {_cell(q)}" for name, q in grid.neighbours(self.position)) or "none"
+        free = ", ".join(name for name, _ in grid.neighbours(self.position)) or "none"
         where = f"at {_cell(self.position)}" + (", the goal," if self.arrived else "")
         moves = f"{self.moves} move" + ("" if self.moves == 1 else "s")
         return f"{where} after {moves}; free: {free}; goal {_cell(grid.goal)}"
@@ -271,13 +271,13 @@ def _cell(cell: Cell) -> str:
 # A status line starts a line, or follows the "Observation: " label that the loop writes.
 STATUS = re.compile(r"at \((\d+), (\d+)\)(, the goal,)? after (\d+) moves?; free: (.*); goal \((\d+), (\d+)\)$", re.M)
 _OBSERVATION = "Observation: "
-_FREE_CELL = re.compile(r"(right|down|left|up) \((\d+), (\d+)\)")
+_FREE_CELL = re.compile(r"\b(right|down|left|up)\b")
 
 
 @dataclass(frozen=True)
 class Status:
-    """A status line read back: where the agent is, the free cells around it (in ``MOVES``
-    order, with their direction), and the goal."""
+    """A status line read back: where the agent is, the free cells around it (each with
+    its direction, as the line lists them), and the goal."""
 
     position: Cell
     moves: int
@@ -291,9 +291,10 @@ class Status:
 
 
 def _status(match: re.Match) -> Status:
-    free = tuple((name, (int(r), int(c))) for name, r, c in _FREE_CELL.findall(match.group(5)))
-    return Status((int(match.group(1)), int(match.group(2))), int(match.group(4)), free,
-                  (int(match.group(6)), int(match.group(7))), match.end())
+    r, c = int(match.group(1)), int(match.group(2))
+    free = tuple((name, (r + DIRECTIONS[name][0], c + DIRECTIONS[name][1]))
+                 for name in dict.fromkeys(_FREE_CELL.findall(match.group(5))))
+    return Status((r, c), int(match.group(4)), free, (int(match.group(6)), int(match.group(7))), match.end())
 
 
 def _starts_line(text: str, at: int) -> bool:

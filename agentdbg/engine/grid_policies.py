@@ -67,24 +67,24 @@ class GridPolicy(Policy):
 
     def _memory(self, prompt: str, status: Status) -> str:
         path, seen = _remembered_path(read_positions(prompt))
+        here = _cell(status.position)
         fresh = sorted((item for item in _in_move_order(status.free) if item[1] not in seen),
                        key=lambda item: _distance(item[1], status.goal))
         if fresh:
             name = fresh[0][0]
             listed = ", ".join(f"{n} {_cell(q)} {_distance(q, status.goal)} to go" for n, q in fresh)
-            return (f"Thought: New cells around me: {listed}. I have been on {len(seen)} cells. "
-                    f"I take the closest to the goal: {name}.\n"
-                f"Action: move[{name} from {_cell(status.position)}]")
+            return (f"Thought: Around me, not visited yet: {listed}. I have been on {_count(len(seen), 'cell')}. "
+                    f"I take the closest to the goal: {name}.\nAction: move[{name} from {here}]")
         if len(path) < 2:
-            return (f"Thought: No new cell around me and no way back: I have been everywhere I can reach.\n"
-                    f"Final Answer: the goal {_cell(status.goal)} cannot be reached")
+            return ("Thought: Nothing around me I have not visited, and no way back: I have been everywhere I can "
+                    f"reach.\nFinal Answer: the goal {_cell(status.goal)} cannot be reached")
         back = path[-2]
         name = _DIRECTION.get((back[0] - status.position[0], back[1] - status.position[1]))
         if name is None:
-            raise ValueError(f"the way back leads to {_cell(back)}, which is not next to {_cell(status.position)}: "
+            raise ValueError(f"the way back leads to {_cell(back)}, which is not next to {here}: "
                              "the prompt does not hold every move")
-        return (f"Thought: No new cell around {_cell(status.position)}: I go back the way I came, to {_cell(back)} "
-                f"({len(path) - 1} cells on my path).\nAction: move[{name} from {_cell(status.position)}]")
+        return (f"Thought: Nothing around {here} I have not visited: I go back the way I came, to {_cell(back)} "
+                f"({_count(len(path) - 2, 'move')} from the start that way).\nAction: move[{name} from {here}]")
 
     def _planner(self, prompt: str, status: Status) -> str:
         grid = read_map(prompt, status)
@@ -128,5 +128,9 @@ def _cell(cell: Cell) -> str:
     return f"({cell[0]}, {cell[1]})"
 
 
+def _count(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def _moves(count: int) -> str:
-    return f"{count} move" + ("" if count == 1 else "s")
+    return _count(count, "move")

@@ -105,7 +105,8 @@ class Scratchpad(LinePane):
         if step >= 1:
             head.append(Text(f"… {step:,} earlier step{'s' if step != 1 else ''} not shown", style="dim italic"))
         else:
-            head.append(Text.assemble(("Question: ", "bold"), clipped(run.info.task, CURRENT_CHARS)))
+            head.append(Text.assemble((f"{getattr(run.info, 'task_label', 'Question')}: ", "bold"),
+                                           clipped(run.info.task, CURRENT_CHARS)))
         if self.step == 0:
             head.extend(self._preamble(run))
             head.append(Text(""))

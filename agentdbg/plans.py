@@ -21,7 +21,15 @@ from typing import Any
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun, ReActAgent, Trace
 from agentdbg.engine.approval import Approver
-from agentdbg.engine.grid import MAX_SIDE, Grid, GridError, GridWorld, grid_task, random_grids
+from agentdbg.engine.grid import (
+    MAX_CELLS_DRAWN,
+    MAX_SIDE,
+    Grid,
+    GridError,
+    GridWorld,
+    grid_task,
+    random_grids,
+)
 from agentdbg.engine.grid_policies import GRID_AGENTS, GridPolicy
 from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
 from agentdbg.engine.journal import OperationJournal
@@ -532,7 +540,8 @@ class _Builder:
         if not 2 <= size <= MAX_SIDE:
             raise self.where.error(f"[grid]: size must be 2 to {MAX_SIDE}, got {size}", "grid", key="size")
         try:
-            return random_grids(seed, episode, size, float(density))[-1]
+            # A flat budget: opening a plan takes a second at most, whatever it asks for.
+            return random_grids(seed, episode, size, float(density), budget=MAX_CELLS_DRAWN)[-1]
         except GridError as exc:
             raise self.where.error(f"[grid]: {exc}", "grid", key="density") from None
 

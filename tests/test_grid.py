@@ -79,7 +79,7 @@ def test_the_text_table_is_the_experiments(capsys):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--density", "0.95", "--episodes", "2"], "no solvable 8x8 grid found within 1,000,000 random cells"),
+    (["--density", "0.95", "--episodes", "2"], "no solvable grid found within 1,001,280 random cells (8x8, density 0.95)"),
     (["--density", "nan"], "density must be at least 0 and below 1, got nan"),
     (["--size", "31"], "size must be 2 to 30, got 31"),
     (["--episodes", "0"], "episodes must be 1 to 10,000, got 0"),
@@ -279,7 +279,7 @@ GRID_PLAN = 'task = "t"\n{grid}[policy]\nkind = "grid"\nagent = "{agent}"\n'
     ("[grid]\nrows = ['S.']\nsize = 3\n", "memory", "plan.toml:4: [grid]: size goes with seed, not with rows"),
     ("[grid]\nseed = 7\nepisode = 0\n", "memory", "plan.toml:4: [grid]: episode must be 1 to 10,000, got 0"),
     ("[grid]\nseed = 7\nsize = 1\n", "memory", "plan.toml:4: [grid]: size must be 2 to 30, got 1"),
-    ("[grid]\nseed = 7\ndensity = 0.97\n", "memory", "plan.toml:4: [grid]: no solvable 8x8 grid found"),
+    ("[grid]\nseed = 7\ndensity = 0.97\n", "memory", "plan.toml:4: [grid]: no solvable grid found within 1,000,000 random cells (8x8, density 0.97): lower the density"),
     ("[grid]\nseed = 'seven'\n", "memory", "plan.toml:3: [grid]: 'seed' should be int, got str"),
 ])
 def test_grid_mistakes_name_the_file_and_line(tmp_path, grid, agent, message):

@@ -25,7 +25,9 @@ MOVES: tuple[tuple[str, tuple[int, int]], ...] = (
 )
 DIRECTIONS = dict(MOVES)
 MAX_SIDE = 30  # a drawn row stays within a terminal line
-MAX_CELLS_DRAWN = 1_000_000  # random cells drawn looking for solvable grids: a bound, not a hang
+# Random cells drawn looking for solvable grids: this many, plus ten draws a grid asked for.
+# A bound on impossible settings (a density at which no grid is solvable), not a hang.
+MAX_CELLS_DRAWN = 1_000_000
 WALL, FREE, START, GOAL, AGENT, TRAIL = "#", ".", "S", "G", "@", "+"
 LEGEND = "legend: # wall, . free, + been there, @ you, S start, G goal"
 
@@ -69,6 +71,8 @@ class Grid:
         if not rows:
             raise GridError("a grid needs at least one row")
         width = len(rows[0])
+        if len(rows) > MAX_SIDE or width > MAX_SIDE:  # said before reading a huge grid cell by cell
+            raise GridError(f"a grid is 1 to {MAX_SIDE} cells a side, got {len(rows)} rows of {width}")
         walls, marks = set(), {START: [], GOAL: []}
         for r, row in enumerate(rows):
             if len(row) != width:
@@ -142,22 +146,24 @@ def random_grid(rng: random.Random, size: int = 8, density: float = 0.28,
     """A solvable ``size`` x ``size`` grid from the top-left to the bottom-right corner: each
     cell a wall with probability ``density`` (one ``rng.random()`` per cell, row by row),
     drawn again until the goal can be reached. ``budget`` (a one-item list) counts down the
-    cells drawn, so impossible settings end in a GridError instead of looping forever."""
+    work (the cells drawn, at least 64 a draw), so impossible settings end in a GridError
+    instead of looping forever."""
     corners = {(0, 0), (size - 1, size - 1)}
     while True:
         if budget is not None:
-            budget[0] -= size * size
+            budget[0] -= max(size * size, 64)
             if budget[0] < 0:
-                raise GridError(f"no solvable {size}x{size} grid found within {MAX_CELLS_DRAWN:,} random cells "
-                                f"at density {density:g}: lower the density")
+                raise GridError("drawing grids stopped: the budget of random cells is spent")
         walls = {(r, c) for r in range(size) for c in range(size) if rng.random() < density} - corners
         grid = Grid(size, size, frozenset(walls))
         if grid.shortest_path() is not None:
             return grid
 
 
-def random_grids(seed: int, count: int, size: int = 8, density: float = 0.28) -> list[Grid]:
-    """The first ``count`` grids of ``random.Random(seed)``, as the worked example draws them."""
+def random_grids(seed: int, count: int, size: int = 8, density: float = 0.28, budget: int | None = None) -> list[Grid]:
+    """The first ``count`` grids of ``random.Random(seed)``, as the worked example draws them.
+    ``budget``: random cells that may be drawn (default ``MAX_CELLS_DRAWN`` plus ten draws a
+    grid); GridError when they are spent first."""
     if not 2 <= size <= MAX_SIDE:
         raise GridError(f"size must be 2 to {MAX_SIDE}, got {size}")
     if not 0 <= density < 1:
@@ -165,8 +171,17 @@ def random_grids(seed: int, count: int, size: int = 8, density: float = 0.28) ->
     if count < 1:
         raise GridError(f"at least one grid, got {count}")
     rng = random.Random(seed)
-    budget = [MAX_CELLS_DRAWN]
-    return [random_grid(rng, size, density, budget) for _ in range(count)]
+    spent = MAX_CELLS_DRAWN + 10 * count * max(size * size, 64) if budget is None else budget
+    left = [spent]
+    grids: list[Grid] = []
+    try:
+        while len(grids) < count:
+            grids.append(random_grid(rng, size, density, left))
+    except GridError:
+        why = "no solvable grid found" if not grids else f"only {len(grids):,} solvable grids of the {count:,} found"
+        raise GridError(f"{why} within {spent:,} random cells ({size}x{size}, density {density:g}): "
+                        "lower the density, the size or the number of grids") from None
+    return grids
 
 
 @dataclass

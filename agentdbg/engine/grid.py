@@ -72,7 +72,7 @@ class Grid:
             raise GridError("a grid needs at least one row")
         width = len(rows[0])
         if len(rows) > MAX_SIDE or width > MAX_SIDE:  # said before reading a huge grid cell by cell
-            raise GridError(f"a grid is 1 to {MAX_SIDE} cells a side, got {len(rows)} rows of {width}")
+            raise GridError(f"a grid is 1 to {MAX_SIDE} cells a side, got {len(rows)}x{width}")
         walls, marks = set(), {START: [], GOAL: []}
         for r, row in enumerate(rows):
             if len(row) != width:

@@ -87,7 +87,7 @@ def test_show_follow_prints_each_step_as_it_is_written_and_ends_with_the_run(tmp
             writer.step()
             assert any("catalog[Il Gattopardo]" in line for line in show.until("step 2/6"))
             writer.step(3)
-            show.until("outcome  answered after 5 steps: 2")
+            show.until("outcome  answered, correct after 5 steps: 2")
             code, rest, errors = show.finish()
             assert code == 0 and errors == "" and rest == ""
         finally:

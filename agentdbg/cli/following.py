@@ -122,7 +122,8 @@ def show(document: Any, args: argparse.Namespace) -> int:
         if args.json:
             end = run.end
             tail = render.dumps({"step_count": run.step_count, "outcome": render.run_outcome(run),
-                                 "answer": None if end is None else end.answer})
+                                 "answer": None if end is None else end.answer,
+                                 "verdict": render.verdict_dict(render.run_verdict(run))})
             out.write("], " + tail[1:] + "\n")
         else:
             render.emit(console, render.outcome_text(run, width))
@@ -146,7 +147,8 @@ def check(document: Any, names: list[str], conditions: dict, args: argparse.Name
 
     def entry(number: int, run: Any, counts: dict, listed: list) -> dict[str, Any]:
         return {"run": number, "name": render.run_title(run, number), "steps": run.step_count,
-                "outcome": render.run_outcome(run), "counts": counts, "failures": listed}
+                "outcome": render.run_outcome(run), "verdict": render.verdict_dict(render.run_verdict(run)),
+                "counts": counts, "failures": listed}
 
     for number, run in follow_runs(document, args.run):
         for record in render.iter_records(run):

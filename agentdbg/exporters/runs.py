@@ -130,6 +130,12 @@ def step_facts(record: StepRecord) -> dict[str, Any]:
         facts["raw"] = raw_records(record.raw)
     if record.tripped is not None:
         facts["guard_tripped"] = {"guard": record.tripped.guard, "message": record.tripped.message}
+    # Approvals, operation keys and pauses: written for the record, not read back on import.
+    held = [e.to_dict() for e in record.events if isinstance(e, (ev.Approval, ev.Operation, ev.Paused))]
+    held += [{"type": "observation", "key": e.key, "replayed": e.replayed} for e in record.events
+             if isinstance(e, ev.Observation) and (e.key or e.replayed is not None)]
+    if held:
+        facts["control"] = held
     return facts
 
 

@@ -21,6 +21,16 @@ from typing import Any
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun, ReActAgent, Trace
 from agentdbg.engine.approval import Approver
+from agentdbg.engine.grid import (
+    MAX_CELLS_DRAWN,
+    MAX_SIDE,
+    Grid,
+    GridError,
+    GridWorld,
+    grid_task,
+    random_grids,
+)
+from agentdbg.engine.grid_policies import GRID_AGENTS, GridPolicy
 from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
 from agentdbg.engine.journal import OperationJournal
 from agentdbg.engine.memory import RECALL_QUERIES, TieredMemory
@@ -43,12 +53,13 @@ from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
 from agentdbg.files import OpenError, read_bounded, read_head, size_text
 
 TOOL_KINDS = ("calculator", "table", "kv_set", "kv_get", "scripted", "pretend", "python")
-POLICY_KINDS = ("outputs", "plan", "script", "rules", "python", "openai", "anthropic")
+POLICY_KINDS = ("outputs", "plan", "script", "rules", "python", "openai", "anthropic", "grid")
 MODEL_KEYS = ("kind", "model", "base_url", "api_key_env", "format", "tool_calling", "temperature", "max_tokens",
               "timeout", "retries", "backoff", "instructions")
 MAX_EMBEDDING_DIM = 4096  # a data file must not be able to make every stored turn huge
 MAX_PLAN_BYTES = 4 * 1024 * 1024  # a plan is a page of settings and scripts: more is not a plan
-PLAN_SNIFF_BYTES = 200_000  # where looks_like_plan looks for the [policy] table
+PLAN_SNIFF_BYTES = 200_000
+MAX_GRID_EPISODE = 10_000  # [grid] episode: the grids before it are drawn too  # where looks_like_plan looks for the [policy] table
 
 
 class PlanError(ValueError):
@@ -204,7 +215,7 @@ class _Builder:
         expected = self.want(data, "expected", (str, int), "", default=None)
         expected = None if expected is None else str(expected)
         known = {"name", "task", "description", "task_label", "expected", "guards", "tools", "policy",
-                 "memory", "executes_code", "calls_model"}
+                 "memory", "executes_code", "calls_model", "grid"}
         for key in data:
             if key not in known:
                 raise self.where.error(f"unknown key {key!r}; a plan has {', '.join(sorted(known))}", "", key=key)
@@ -212,8 +223,13 @@ class _Builder:
         guards = self.want(data, "guards", dict, "", default={})
         policy_spec = self.want(data, "policy", dict, "")
         memory_spec = self.want(data, "memory", dict, "", default=None)
+        grid_spec = self.want(data, "grid", dict, "", default=None)
+        grid = self.grid(grid_spec) if grid_spec is not None else None
         # Validate everything now, so a broken plan fails at load, not at step 3.
         tools = self.tools(tool_specs)
+        if grid is not None:  # the world's moves are tools too
+            tools = self.grid_tools(tools, GridWorld(grid))
+            task = grid_task(GridWorld(grid), task)
         self.policy(policy_spec)
         guard_kwargs = self.guards(guards)
         if memory_spec is not None:
@@ -221,7 +237,10 @@ class _Builder:
         source = str(self.path) if self.path else ""
 
         def build_agent() -> ReActAgent:
-            registry = ToolRegistry(self.tools(tool_specs), default_timeout=guard_kwargs["tool_timeout"])
+            run_tools = self.tools(tool_specs)
+            if grid is not None:
+                run_tools += GridWorld(grid).tools()  # a fresh world: every run starts at the start
+            registry = ToolRegistry(run_tools, default_timeout=guard_kwargs["tool_timeout"])
             return ReActAgent(
                 self.policy(policy_spec),
                 registry,
@@ -371,6 +390,8 @@ class _Builder:
                 raise self.where.error(f"[policy]: {exc}", "policy") from None
         if kind == "rules":
             return self.rule_policy(spec)
+        if kind == "grid":
+            return self.grid_policy(spec)
         if kind in MODEL_POLICIES:
             return self.model_policy(kind, spec)
         if kind in ("plan", "script"):
@@ -488,6 +509,62 @@ class _Builder:
                 "run it only if you trust that server, with --allow-network",
                 "policy", key="base_url" if "base_url" in spec else "kind")
         return build(api_key_env=key_env)
+
+    def grid(self, spec: dict) -> Grid:
+        """[grid]: the world a grid agent walks (docs/plans.md, "Grid worlds"): drawn in
+        ``rows``, or the ``episode``-th grid that ``random.Random(seed)`` draws."""
+        known = {"rows", "seed", "episode", "size", "density"}
+        for key in spec:
+            if key not in known:
+                raise self.where.error(f"[grid]: unknown key {key!r}; known: {', '.join(sorted(known))}", "grid", key=key)
+        if ("rows" in spec) == ("seed" in spec):
+            raise self.where.error("[grid]: give either rows (the grid drawn) or seed (a random grid), not "
+                                   f"{'both' if 'rows' in spec else 'neither'}", "grid")
+        if "rows" in spec:
+            for key in ("episode", "size", "density"):
+                if key in spec:
+                    raise self.where.error(f"[grid]: {key} goes with seed, not with rows", "grid", key=key)
+            rows = self.want(spec, "rows", list, "grid", label="[grid]")
+            if not all(isinstance(row, str) for row in rows):
+                raise self.where.error("[grid]: rows should be text, one string per row", "grid", key="rows")
+            try:
+                return Grid.from_rows(rows)
+            except GridError as exc:
+                raise self.where.error(f"[grid]: {exc}", "grid", key="rows") from None
+        seed = self.want(spec, "seed", int, "grid", label="[grid]")
+        episode = self.want(spec, "episode", int, "grid", default=1, label="[grid]")
+        size = self.want(spec, "size", int, "grid", default=8, label="[grid]")
+        density = self.want(spec, "density", (int, float), "grid", default=0.28, label="[grid]")
+        if not 1 <= episode <= MAX_GRID_EPISODE:
+            raise self.where.error(f"[grid]: episode must be 1 to {MAX_GRID_EPISODE:,}, got {episode}", "grid", key="episode")
+        if not 2 <= size <= MAX_SIDE:
+            raise self.where.error(f"[grid]: size must be 2 to {MAX_SIDE}, got {size}", "grid", key="size")
+        try:
+            # A flat budget: opening a plan takes a second at most, whatever it asks for.
+            return random_grids(seed, episode, size, float(density), budget=MAX_CELLS_DRAWN)[-1]
+        except GridError as exc:
+            raise self.where.error(f"[grid]: {exc}", "grid", key="density") from None
+
+    def grid_tools(self, tools: list[Tool], world: GridWorld) -> list[Tool]:
+        for tool in world.tools():
+            if any(other.name == tool.name for other in tools):
+                raise self.where.error(f"[[tools]]: a tool named {tool.name!r}, which the [grid] world "
+                                       "already gives", "tools", key="name")
+        return tools + world.tools()
+
+    def grid_policy(self, spec: dict) -> GridPolicy:
+        """kind = "grid": one of the grid world's built-in agents, walking the plan's [grid]."""
+        for key in spec:
+            if key not in ("kind", "agent"):
+                raise self.where.error(f"[policy]: unknown key {key!r} for a grid policy; known: agent, kind",
+                                       "policy", key=key)
+        agent = self.want(spec, "agent", str, "policy", label="[policy]")
+        if agent not in GRID_AGENTS:
+            raise self.where.error(f"[policy]: unknown grid agent {agent!r}; use one of {', '.join(GRID_AGENTS)}",
+                                   "policy", key="agent")
+        if "grid" not in self.data:
+            raise self.where.error("[policy]: a grid agent walks a grid world: add a [grid] table", "policy", key="kind")
+        return GridPolicy(agent)
 
     def memory(self, spec: dict) -> TieredMemory:
         """[memory]: the tiered memory (see docs/memory.md); a fresh one per run."""

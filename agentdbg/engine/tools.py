@@ -213,6 +213,8 @@ class Tool:
     def bind(self, args: Mapping[str, Any] | str) -> dict[str, Any]:
         """Turn one positional string (``calc[5 - 3]``) into the tool's single parameter."""
         if isinstance(args, str):
+            if not self.param_types and not args.strip():
+                return {}  # look[]: a tool without parameters, called with none
             # The tool's one parameter, or its one required parameter.
             names = list(self.param_types) if len(self.param_types) == 1 else self.required
             if len(names) != 1:

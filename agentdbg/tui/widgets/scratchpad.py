@@ -18,6 +18,7 @@ from textual.strip import Strip
 
 from agentdbg.prompt import prompt_at
 from agentdbg.state import StepRecord
+from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane, wrap
 
@@ -37,6 +38,7 @@ LABEL_STYLES = {
 }
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400
+LABEL_CHARS = 80  # the task's label ("Question", "Task", "Claim")
 CURRENT_CHARS = 20_000  # the current step: beyond this, the text is cut (it can be megabytes)
 STEP_LINES = 200  # a step's transcript lines shown (a step of thousands of raw records)
 PROMPT_CHARS = 50_000  # the prompt view: beyond this, the prompt is cut
@@ -105,7 +107,8 @@ class Scratchpad(LinePane):
         if step >= 1:
             head.append(Text(f"… {step:,} earlier step{'s' if step != 1 else ''} not shown", style="dim italic"))
         else:
-            head.append(Text.assemble(("Question: ", "bold"), clipped(run.info.task, CURRENT_CHARS)))
+            label = one_line(str(getattr(run.info, "task_label", None) or "Question"), LABEL_CHARS)  # untrusted
+            head.append(Text.assemble((f"{label}: ", "bold"), clipped(run.info.task, CURRENT_CHARS)))
         if self.step == 0:
             head.extend(self._preamble(run))
             head.append(Text(""))

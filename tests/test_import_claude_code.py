@@ -120,3 +120,26 @@ def test_sniff():
     assert not ok and "session keys" in why  # a plain transcript: anthropic-messages reads it
     assert [name for name, ok, _ in importers.sniff_all(entry) if ok] == ["claude-code"]
     assert not claude_code.sniff('[{"role": "user", "content": "x"}]')[0]
+
+
+def test_a_line_separator_inside_a_record_does_not_split_it(tmp_path):
+    """JavaScript writes U+2028, U+2029 and form feeds raw inside JSON strings: only a
+    newline ends a JSON Lines record."""
+    import json as _json
+
+    from agentdbg import importers
+
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "count\u2028the\u2029copies\x0c"}},
+        {"type": "assistant", "uuid": "a1", "sessionId": "s",
+         "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "Two.\u2028Done."}]}},
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(_json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    assert "\u2028" in path.read_text(encoding="utf-8")
+    name, result = importers.convert_file(path)
+    assert name == "claude-code"
+    assert not result.problems
+    document = importers.open_import(path)
+    run = document.runs[0]
+    assert run.info.task == "count\u2028the\u2029copies\x0c"

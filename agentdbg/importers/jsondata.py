@@ -19,9 +19,18 @@ class Record:
     line: int
 
 
+def json_lines(text: str) -> list[str]:
+    """The lines of JSON Lines text: ended by a newline (CRLF too) only, as JSON Lines
+    are; a U+2028 or a form feed inside a record (JavaScript writes them raw) ends nothing."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def is_json_lines(text: str) -> bool:
     """More than one top-level value, one per line."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in json_lines(text) if line.strip()]
     if len(lines) < 2:
         return False
     try:
@@ -34,7 +43,7 @@ def is_json_lines(text: str) -> bool:
 def load_json_lines(src: Source) -> list[Record]:
     """Every line that parses; each one that does not is reported with its line number."""
     records: list[Record] = []
-    for number, line in enumerate(src.text.splitlines(), 1):
+    for number, line in enumerate(json_lines(src.text), 1):
         if not line.strip():
             continue
         try:

@@ -3,7 +3,7 @@
 A format that can (``convert_stream`` in its module) reads JSON Lines line by line and a
 top-level JSON array element by element, from a ``StreamReader``. What it reads is exactly
 what the whole-file readers of ``jsondata`` read from the same file: the same values, the
-same lines numbered the same way (``str.splitlines``), the same damage reported with the
+same lines numbered the same way (``jsondata.json_lines``: a newline ends a line), the same damage reported with the
 same words, the valid part of a damaged file kept. Only regular files are opened
 (``agentdbg.files``), and one record (a line, an element) is at most MAX_RECORD_BYTES.
 """
@@ -109,18 +109,19 @@ class StreamReader:
             yield self._text(data)
 
     def lines(self) -> Iterator[tuple[int, str | None]]:
-        """(line number, text) for every line, numbered as ``str.splitlines`` numbers the
-        whole text (it also ends a line at \\r, \\x1c, U+2028, ...); None for a line too long
-        to read."""
+        """(line number, text) for every line, numbered as ``jsondata.json_lines`` numbers
+        the whole text (a newline ends a line, nothing else); None for a line too long to read."""
         number = 0
         for piece in self._physical_lines():
             if piece is None:
                 number += 1
                 yield number, None
                 continue
-            for line in piece.splitlines():
-                number += 1
-                yield number, line
+            if not piece:
+                continue
+            line = piece[:-1] if piece.endswith("\n") else piece
+            number += 1
+            yield number, line[:-1] if line.endswith("\r") else line
 
     def is_json_lines(self) -> bool:
         """``jsondata.is_json_lines`` of the file: its first line that is not blank parses

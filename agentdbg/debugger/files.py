@@ -19,6 +19,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from agentdbg.files import kind_of
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a named pipe must not wait for a writer
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -33,20 +35,10 @@ class Refused(ValueError):
 
 
 def describe_kind(mode: int) -> str:
-    """What a file that is not a regular file is, for a message."""
+    """What a file that is not a regular file is, for a message (a symlink included)."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    return kind_of(mode) or "not a regular file"
 
 
 def _not_regular(mode: int, doing: str) -> Refused:

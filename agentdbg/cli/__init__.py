@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "record": "run a plan headless and write its trace file",
     "show": "print a run's transcript, step by step",
     "check": "exit 1 when a run hits errors, repeats or budgets (for CI)",
+    "diff": "compare two runs step by step: where they part and what differs (exit 1 when they do)",
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
     "rescore": "where other guards would have stopped recorded runs: steps saved, wrong runs caught, correct runs cut",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",

@@ -1,0 +1,406 @@
+"""Two runs compared step by step: which steps match, and what differs where they part.
+
+Steps are aligned by their action (the tool, its name case-folded, and its arguments with
+whitespace collapsed and keys sorted), with ``difflib.SequenceMatcher`` over what is left
+once the common start and end are set aside (a fork shares its parent's first steps, a run
+and its golden run usually share most). Aligned steps with the same action are *equal*
+when what they say matches too (thought, observation, answer, errors, the step-local guard
+counters, memory) and *changed* otherwise; the rest is *only in A* or *only in B*.
+
+Big runs stay cheap: each step is reduced to two 8-byte digests as it is read (one for its
+action, one for the rest), so the alignment holds 16 bytes a step, never the steps
+themselves; what a step says is read again only for the rows that are shown. The result is
+kept as segments, not rows, so a million equal steps are one segment. Nothing here knows
+of a screen: the command line and the debugger's split view both draw from it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentdbg.state import StepRecord
+
+EQUAL, CHANGED, ONLY_A, ONLY_B = "equal", "changed", "only in A", "only in B"
+KINDS = (EQUAL, CHANGED, ONLY_A, ONLY_B)
+# Past this many steps on each side, SequenceMatcher's worst case (runs that loop on one
+# action) would be quadratic: its "popular item" heuristic is turned on to stay fast.
+EXACT_ALIGN_STEPS = 20_000
+FIELDS = ("thought", "action", "observation", "error", "answer", "guards", "memory", "approval", "raw")
+RUN_FIELDS = ("task", "outcome", "answer", "verdict", "step count")  # a difference here makes runs differ
+NOTED_FIELDS = ("policy", "tools", "guard settings", "memory settings")  # shown, not counted
+
+
+class Cancelled(Exception):
+    """The comparison was stopped (the debugger's Esc, or quitting)."""
+
+
+# -- one step, reduced ---------------------------------------------------------------------
+
+
+def _normal(value: Any) -> Any:
+    """A value as compared: strings with whitespace collapsed, mappings with sorted keys."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, dict):
+        return {str(key): _normal(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [_normal(item) for item in value]
+    return value
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def action_key(record: StepRecord) -> str:
+    """What a step did, as aligned: ``search[foo]`` and ``Search({"query": " foo"})`` are the
+    same action (a lone argument stands for itself: formats differ in how they name it)."""
+    if record.tool is not None:
+        args = _normal(record.args)
+        if isinstance(args, dict) and len(args) == 1:
+            args = next(iter(args.values()))
+        shown = args if isinstance(args, str) else _dump(args)
+        return f"{' '.join(record.tool.split()).casefold()}[{shown}]"
+    if record.answer is not None:
+        return "(final answer)"
+    if record.parse_error is not None:
+        return "(parse error)"
+    if record.tripped is not None:
+        return "(guard tripped)"
+    if record.raw:
+        return "(raw record)"
+    return "(no action)"
+
+
+def step_fields(record: StepRecord) -> dict[str, Any]:
+    """What a step says, field by field, as compared (step numbers, token counts and the
+    way a format spells a call left out: they differ whenever anything earlier does)."""
+    guards = record.guards
+    memory = record.memory
+    return {
+        "thought": _normal(record.thought),
+        "action": action_key(record),
+        "observation": None if record.observation is None else [_normal(record.observation), record.observation_error],
+        "error": None if record.error_kind is None and record.parse_error is None
+        else [record.error_kind, _normal(record.error), _normal(record.parse_error)],
+        "answer": None if record.answer is None else _normal(record.answer),
+        # Counters that say something of this step alone: tokens count the prompt too, and
+        # a prompt is longer whenever anything earlier is.
+        "guards": [None if guards is None else guards.repeats[0], None if guards is None else guards.errors[0],
+                   None if record.tripped is None else record.tripped.guard],
+        "memory": [[_normal(hit.get("text") if isinstance(hit, dict) else hit) for hit in record.recalled],
+                   None if memory is None else [_normal(memory.added), _normal(memory.evicted),
+                                                _normal(memory.summary), _normal(memory.stored)]],
+        "approval": None if record.approval is None else [record.approval.decision, _normal(record.approval.args)],
+        "raw": [_normal(event.note) for event in record.raw],
+    }
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+@dataclass
+class Summaries:
+    """A run reduced for aligning: per step, a digest of its action and one of the rest."""
+
+    keys: array = field(default_factory=lambda: array("Q"))
+    contents: array = field(default_factory=lambda: array("Q"))
+
+    def add(self, record: StepRecord) -> None:
+        fields = step_fields(record)
+        self.keys.append(_digest(fields["action"]))
+        self.contents.append(_digest(_dump(fields)))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def summarize(run: Any, cancelled: Callable[[], bool] | None = None,
+              progress: Callable[[int], None] | None = None) -> Summaries:
+    """Every step of ``run`` read once, in order (waiting for a file's index), reduced."""
+    summaries = Summaries()
+    step = 1
+    while True:
+        if step > run.step_count:
+            waiter = getattr(run, "wait_for", None)
+            if callable(waiter):
+                waiter(step)
+            if step > run.step_count:
+                return summaries
+        summaries.add(run.record(step))
+        if step % 2000 == 0:
+            if cancelled is not None and cancelled():
+                raise Cancelled
+            if progress is not None:
+                progress(step)
+        step += 1
+
+
+# -- the alignment ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    """``length`` rows: steps ``a``.. and ``b``.. side by side (``kind`` "pair"), or steps of
+    one side only (``"a"`` or ``"b"``, the other side's number being where it would go)."""
+
+    kind: str
+    a: int  # first step of A in it (1-based); for a "b" segment, the A step it follows
+    b: int
+    length: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """One aligned row: a step of A, of B, or both (None: a gap on that side)."""
+
+    index: int
+    kind: str  # one of KINDS
+    a: int | None
+    b: int | None
+    a_at: int = 0  # the step whose state each side shows here: its own, or before the gap
+    b_at: int = 0
+
+
+class Alignment:
+    """The rows of two aligned runs, kept as segments plus the rows that differ."""
+
+    def __init__(self, segments: list[Segment], changed: array, steps_a: int, steps_b: int):
+        self.segments = segments
+        self.steps_a, self.steps_b = steps_a, steps_b
+        self._starts: list[int] = []
+        row = 0
+        for segment in segments:
+            self._starts.append(row)
+            row += segment.length
+        self.row_count = row
+        self._changed = changed  # rows of "pair" segments whose steps differ, ascending
+        self._changed_set = set(changed) if len(changed) < 1_000_000 else None
+        # Where each stretch of differing rows starts: what "next difference" visits.
+        self.hunks = array("Q")
+        last = -2
+        for index in self._different_rows():
+            if index != last + 1:
+                self.hunks.append(index)
+            last = index
+
+    def _different_rows(self) -> Iterator[int]:
+        changed = iter(self._changed)
+        pending = next(changed, None)
+        for start, segment in zip(self._starts, self.segments, strict=True):
+            end = start + segment.length
+            if segment.kind == "pair":
+                while pending is not None and pending < end:
+                    yield pending
+                    pending = next(changed, None)
+            else:
+                yield from range(start, end)
+
+    def _is_changed(self, index: int) -> bool:
+        if self._changed_set is not None:
+            return index in self._changed_set
+        at = bisect_right(self._changed, index) - 1
+        return at >= 0 and self._changed[at] == index
+
+    def row(self, index: int) -> Row:
+        if not 0 <= index < self.row_count:
+            raise IndexError(f"no row {index}: the alignment has {self.row_count}")
+        at = bisect_right(self._starts, index) - 1
+        segment = self.segments[at]
+        offset = index - self._starts[at]
+        if segment.kind == "a":
+            return Row(index, ONLY_A, segment.a + offset, None, segment.a + offset, segment.b - 1)
+        if segment.kind == "b":
+            return Row(index, ONLY_B, None, segment.b + offset, segment.a - 1, segment.b + offset)
+        a, b = segment.a + offset, segment.b + offset
+        return Row(index, CHANGED if self._is_changed(index) else EQUAL, a, b, a, b)
+
+    def rows(self, start: int = 0, stop: int | None = None) -> Iterator[Row]:
+        stop = self.row_count if stop is None else min(stop, self.row_count)
+        for index in range(max(start, 0), stop):
+            yield self.row(index)
+
+    @property
+    def identical(self) -> bool:
+        return not self.hunks
+
+    @property
+    def first_difference(self) -> int | None:
+        return self.hunks[0] if self.hunks else None
+
+    def next_difference(self, index: int, forward: bool = True) -> int | None:
+        """The first row of the next (or previous) stretch of differing rows."""
+        hunks = self.hunks
+        at = bisect_right(hunks, index)
+        if forward:
+            return hunks[at] if at < len(hunks) else None
+        at -= 1
+        if at >= 0 and hunks[at] == index:
+            at -= 1
+        return hunks[at] if at >= 0 else None
+
+    def row_of_step(self, side: str, step: int) -> int | None:
+        """The row showing step ``step`` of side ``"a"`` or ``"b"``."""
+        for start, segment in zip(self._starts, self.segments, strict=True):
+            if segment.kind in ("pair", side):
+                first = segment.a if side == "a" else segment.b
+                if first <= step < first + segment.length:
+                    return start + step - first
+        return None
+
+    def counts(self) -> dict[str, int]:
+        only_a = sum(s.length for s in self.segments if s.kind == "a")
+        only_b = sum(s.length for s in self.segments if s.kind == "b")
+        changed = len(self._changed)
+        return {EQUAL: self.row_count - only_a - only_b - changed, CHANGED: changed, ONLY_A: only_a, ONLY_B: only_b}
+
+
+def align(a: Summaries, b: Summaries) -> Alignment:
+    """Align two runs' steps by action; see the module's notes."""
+    keys_a, keys_b = a.keys, b.keys
+    n, m = len(keys_a), len(keys_b)
+    head = 0
+    while head < n and head < m and keys_a[head] == keys_b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and tail < m - head and keys_a[n - 1 - tail] == keys_b[m - 1 - tail]:
+        tail += 1
+    opcodes: list[tuple[str, int, int, int, int]] = []
+    if head:
+        opcodes.append(("equal", 0, head, 0, head))
+    middle_a, middle_b = keys_a[head:n - tail], keys_b[head:m - tail]
+    if middle_a or middle_b:
+        matcher = difflib.SequenceMatcher(None, middle_a.tolist(), middle_b.tolist(),
+                                          autojunk=max(len(middle_a), len(middle_b)) > EXACT_ALIGN_STEPS)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            opcodes.append((tag, i1 + head, i2 + head, j1 + head, j2 + head))
+    if tail:
+        opcodes.append(("equal", n - tail, n, m - tail, m))
+
+    segments: list[Segment] = []
+    changed = array("Q")
+    row = 0
+
+    def pair(i: int, j: int, length: int) -> None:
+        nonlocal row
+        if not length:
+            return
+        last = segments[-1] if segments else None
+        if last is not None and last.kind == "pair" and last.a + last.length == i + 1 and last.b + last.length == j + 1:
+            segments[-1] = Segment("pair", last.a, last.b, last.length + length)
+        else:
+            segments.append(Segment("pair", i + 1, j + 1, length))
+        contents_a, contents_b = a.contents, b.contents
+        for k in range(length):
+            if contents_a[i + k] != contents_b[j + k]:
+                changed.append(row + k)
+        row += length
+
+    def one_side(kind: str, i: int, j: int, length: int) -> None:
+        nonlocal row
+        if length:
+            segments.append(Segment(kind, i + 1, j + 1, length))
+            row += length
+
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
+            pair(i1, j1, i2 - i1)
+        elif tag == "delete":
+            one_side("a", i1, j1, i2 - i1)
+        elif tag == "insert":
+            one_side("b", i1, j1, j2 - j1)
+        else:  # replace: steps in the same place that did something else are "changed"
+            both = min(i2 - i1, j2 - j1)
+            pair(i1, j1, both)
+            one_side("a", i1 + both, j1 + both, i2 - i1 - both)
+            one_side("b", i1 + both, j1 + both, j2 - j1 - both)
+    return Alignment(segments, changed, n, m)
+
+
+# -- what differs ----------------------------------------------------------------------------
+
+
+def differing_fields(a: StepRecord | None, b: StepRecord | None) -> list[str]:
+    """The fields of two aligned steps that differ (all a step has, when one is missing)."""
+    if a is None or b is None:
+        return []
+    fields_a, fields_b = step_fields(a), step_fields(b)
+    return [name for name in FIELDS if fields_a[name] != fields_b[name]]
+
+
+def _outcome(run: Any) -> tuple[str | None, str | None, dict | None]:
+    end = run.end
+    if end is None:
+        return ("incomplete" if run.complete else "running"), None, None
+    return end.outcome, end.answer, end.verdict
+
+
+def run_differences(a: Any, b: Any) -> tuple[list[str], list[str]]:
+    """What differs between the runs as a whole: (counted, noted). Counted differences make
+    the runs differ (the task, how they ended, their length); noted ones (settings, the
+    policy's name, the tool list) are shown but do not, so a run can match its golden run
+    even when it was recorded by another stack."""
+    info_a, info_b = a.info, b.info
+    counted = []
+    if _normal(info_a.task) != _normal(info_b.task):
+        counted.append("task")
+    outcome_a, answer_a, verdict_a = _outcome(a)
+    outcome_b, answer_b, verdict_b = _outcome(b)
+    if outcome_a != outcome_b:
+        counted.append("outcome")
+    if _normal(answer_a) != _normal(answer_b):
+        counted.append("answer")
+    if (verdict_a or {}).get("correct") != (verdict_b or {}).get("correct"):
+        counted.append("verdict")
+    if a.step_count != b.step_count:
+        counted.append("step count")
+    noted = []
+    if (info_a.policy or "") != (info_b.policy or "") and info_a.policy and info_b.policy:
+        noted.append("policy")
+    if info_a.tool_names() != info_b.tool_names() and info_a.tools and info_b.tools:
+        noted.append("tools")
+    if (info_a.guards or {}) != (info_b.guards or {}):
+        noted.append("guard settings")
+    if (info_a.memory or None) != (info_b.memory or None):
+        noted.append("memory settings")
+    return counted, noted
+
+
+@dataclass
+class RunDiff:
+    """Two runs compared: the alignment and what differs between the runs as wholes."""
+
+    a: Any
+    b: Any
+    alignment: Alignment
+    run_fields: list[str]
+    noted_fields: list[str]
+
+    @property
+    def identical(self) -> bool:
+        return self.alignment.identical and not self.run_fields
+
+    def records(self, row: Row) -> tuple[StepRecord | None, StepRecord | None]:
+        return (None if row.a is None else self.a.record(row.a), None if row.b is None else self.b.record(row.b))
+
+    def state_pair(self, row: Row):
+        """Derived state on each side at ``row`` (where one side has a gap: after its step
+        before the gap), rebuilt from events as everywhere else."""
+        return self.a.state_at(row.a_at), self.b.state_at(row.b_at)
+
+
+def compare(a: Any, b: Any, cancelled: Callable[[], bool] | None = None,
+            progress: Callable[[str, int], None] | None = None) -> RunDiff:
+    """Compare two runs (any ``runs.RunView``); reads each step once."""
+    summaries_a = summarize(a, cancelled, None if progress is None else (lambda step: progress("A", step)))
+    summaries_b = summarize(b, cancelled, None if progress is None else (lambda step: progress("B", step)))
+    counted, noted = run_differences(a, b)
+    return RunDiff(a, b, align(summaries_a, summaries_b), counted, noted)

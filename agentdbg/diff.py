@@ -19,13 +19,16 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdbg.state import StepRecord
+from agentdbg.state import RunState, StepRecord
+from agentdbg.text import one_line
 
 EQUAL, CHANGED, ONLY_A, ONLY_B = "equal", "changed", "only in A", "only in B"
 KINDS = (EQUAL, CHANGED, ONLY_A, ONLY_B)
@@ -35,6 +38,7 @@ EXACT_ALIGN_STEPS = 20_000
 FIELDS = ("thought", "action", "observation", "error", "answer", "guards", "memory", "approval", "raw")
 RUN_FIELDS = ("task", "outcome", "answer", "verdict", "step count")  # a difference here makes runs differ
 NOTED_FIELDS = ("policy", "tools", "guard settings", "memory settings")  # shown, not counted
+_RUN_SUFFIX = re.compile(r"^(?P<path>.+):(?P<run>[0-9]+)$", re.S)
 
 
 class Cancelled(Exception):
@@ -404,3 +408,67 @@ def compare(a: Any, b: Any, cancelled: Callable[[], bool] | None = None,
     summaries_b = summarize(b, cancelled, None if progress is None else (lambda step: progress("B", step)))
     counted, noted = run_differences(a, b)
     return RunDiff(a, b, align(summaries_a, summaries_b), counted, noted)
+
+
+# -- choosing and describing -------------------------------------------------------------------
+
+
+def split_run(spec: str) -> tuple[str, int | None]:
+    """``FILE:N`` as (FILE, N), N being a run of the file; a path that exists as written is
+    taken whole (a file may have a colon in its name)."""
+    if os.path.lexists(spec):
+        return spec, None
+    match = _RUN_SUFFIX.match(spec)
+    if match is None:
+        return spec, None
+    return match.group("path"), int(match.group("run"))
+
+
+def step_label(record: StepRecord | None, limit: int = 200) -> str:
+    """A step in a few words, on one line and safe to show: its call, answer, or what
+    went wrong."""
+    if record is None:
+        return ""
+    if record.answer is not None:
+        return "answer: " + one_line(record.answer, limit)
+    if record.tool is not None:
+        return one_line(record.call or record.tool, limit)
+    if record.parse_error is not None:
+        return "parse error: " + one_line(record.parse_error, limit)
+    if record.tripped is not None:
+        return "guard: " + one_line(record.tripped.message, limit)
+    if record.error is not None:
+        return "error: " + one_line(record.error, limit)
+    return one_line(record.thought, limit) or "(no action)"
+
+
+def _pair(pair: Any) -> str:
+    if isinstance(pair, (list, tuple)) and len(pair) == 2:
+        value, limit = pair
+        return one_line(f"{value}/{limit}" if limit is not None else f"{value}", 40)
+    return one_line(str(pair), 40)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
+
+
+def state_lines(state: RunState) -> dict[str, str]:
+    """The derived state compared where runs part: guard counters, what went wrong so far,
+    memory tiers (one safe line each)."""
+    memory = state.memory
+    return {
+        "counters": (f"step {_pair(state.steps)} · repeats {_pair(state.repeats)} · "
+                     f"errors {_pair(state.errors)} · tokens {_pair(state.tokens)}"),
+        "so far": (f"{_plural(state.error_count, 'error step')} · {_plural(state.repeat_count, 'repeat')} · "
+                   f"{_plural(len(state.trips), 'guard trip')}"),
+        "memory": (f"{_plural(len(memory.buffer), 'turn')} buffered · summary "
+                   f"{one_line(memory.summary, 60) or '(none)'} · {_plural(memory.semantic_size, 'item')} stored"),
+    }
+
+
+def differ_phrase(names: list[str]) -> str:
+    """``the task differs`` / ``the outcome and answer differ``."""
+    if len(names) == 1:
+        return f"the {names[0]} differs"
+    return f"the {', '.join(names[:-1])} and {names[-1]} differ"

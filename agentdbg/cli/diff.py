@@ -12,22 +12,32 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
-import re
 import sys
 from typing import Any
 
 from rich.text import Text
 
 from agentdbg.cli import render
-from agentdbg.diff import CHANGED, EQUAL, ONLY_A, ONLY_B, Row, RunDiff, compare, differing_fields
-from agentdbg.state import RunState, StepRecord
+from agentdbg.diff import (
+    CHANGED,
+    EQUAL,
+    ONLY_A,
+    ONLY_B,
+    Row,
+    RunDiff,
+    compare,
+    differ_phrase,
+    differing_fields,
+    split_run,
+    state_lines,
+    step_label,
+)
+from agentdbg.state import StepRecord
 from agentdbg.text import one_line
 
 SIGNS = {EQUAL: "=", CHANGED: "~", ONLY_A: "-", ONLY_B: "+"}
 SIGN_STYLES = {EQUAL: "dim", CHANGED: "bold yellow", ONLY_A: "bold red", ONLY_B: "bold green"}
 DEFAULT_CONTEXT = 3
-_RUN_SUFFIX = re.compile(r"^(?P<path>.+):(?P<run>[0-9]+)$", re.S)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,17 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # -- choosing the runs ----------------------------------------------------------------------
-
-
-def split_run(spec: str) -> tuple[str, int | None]:
-    """``FILE:N`` as (FILE, N); a path that exists as written is taken whole (a file may
-    have a colon in its name)."""
-    if os.path.lexists(spec):
-        return spec, None
-    match = _RUN_SUFFIX.match(spec)
-    if match is None:
-        return spec, None
-    return match.group("path"), int(match.group("run"))
 
 
 def open_side(args: argparse.Namespace, spec: str, opened: dict[str, Any]) -> tuple[Any, Any, int]:
@@ -153,23 +152,6 @@ def _side_line(letter: str, document, number: int, run, width: int) -> Text:
     return line
 
 
-def step_label(record: StepRecord | None, limit: int = 200) -> str:
-    """A step in a few words: its call, answer, or what went wrong."""
-    if record is None:
-        return ""
-    if record.answer is not None:
-        return "answer: " + one_line(record.answer, limit)
-    if record.tool is not None:
-        return one_line(record.call or record.tool, limit)
-    if record.parse_error is not None:
-        return "parse error: " + one_line(record.parse_error, limit)
-    if record.tripped is not None:
-        return "guard: " + one_line(record.tripped.message, limit)
-    if record.error is not None:
-        return "error: " + one_line(record.error, limit)
-    return one_line(record.thought, limit) or "(no action)"
-
-
 def field_text(record: StepRecord, name: str) -> str:
     """What field ``name`` of a step says, for a person (raw text, not the compared form)."""
     if name == "thought":
@@ -196,19 +178,6 @@ def field_text(record: StepRecord, name: str) -> str:
     if name == "raw":
         return "; ".join(f"{event.source}: {event.note}" for event in record.raw) or "(none)"
     return ""
-
-
-def state_lines(state: RunState) -> dict[str, str]:
-    """The derived state compared at the divergence: guard counters and memory tiers."""
-    memory = state.memory
-    return {
-        "counters": (f"step {render._pair(state.steps)} · repeats {render._pair(state.repeats)} · "
-                     f"errors {render._pair(state.errors)} · tokens {render._pair(state.tokens)}"),
-        "so far": (f"{render.plural(state.error_count, 'error step')} · {render.plural(state.repeat_count, 'repeat')} · "
-                   f"{render.plural(len(state.trips), 'guard trip')}"),
-        "memory": (f"{render.plural(len(memory.buffer), 'turn')} buffered · summary "
-                   f"{one_line(memory.summary, 60) or '(none)'} · {render.plural(memory.semantic_size, 'item')} stored"),
-    }
 
 
 def divergence_dict(result: RunDiff, row: Row) -> dict[str, Any]:
@@ -270,7 +239,7 @@ def _print_human(result: RunDiff, side_a, side_b, args: argparse.Namespace) -> N
         parts = [f"{counts[kind]:,} {kind}" for kind in (EQUAL, CHANGED, ONLY_A, ONLY_B) if counts[kind]]
         summary.append(": " + ", ".join(parts) if parts else ": no steps")
         if result.run_fields:
-            summary.append(f"; the runs' {', '.join(result.run_fields)} differ")
+            summary.append(f"; {differ_phrase(result.run_fields)}")
     if result.noted_fields:
         summary.append(f" (also differ, not counted: {', '.join(result.noted_fields)})", style="dim")
     emit(summary.append("\n"))
@@ -375,7 +344,7 @@ def _row_line(result: RunDiff, row: Row, digits: int, width: int) -> Text:
     line.append(f"{'' if row.a is None else row.a:>{digits}} {'' if row.b is None else row.b:>{digits}}  ",
                 style="dim")
     record_a, record_b = result.records(row)
-    label_a, label_b = step_label(record_a, width), step_label(record_b, width)
+    label_a, label_b = step_label(record_a), step_label(record_b)
     if row.kind == CHANGED:
         fields = differing_fields(record_a, record_b)
         if "action" in fields:

@@ -42,7 +42,13 @@ from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.help import HelpScreen
 from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
-from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
+from agentdbg.tui.screens.prompt import (
+    diff_screen,
+    goto_screen,
+    open_screen,
+    search_screen,
+    write_screen,
+)
 from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
 from agentdbg.tui.widgets.guards import GuardsPane
 from agentdbg.tui.widgets.header import RunHeader, StatusLine
@@ -102,7 +108,10 @@ class DebuggerApp(App[None]):
             self.step = step
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
-                 error: str | None = None, save_breakpoints: bool = True, label: str = ""):
+                 error: str | None = None, save_breakpoints: bool = True, label: str = "",
+                 diff_with: tuple[Document, int, bool] | None = None):
+        """``diff_with``: (document, run index, whether the app closes it) to compare the
+        run shown with as soon as the screen is up (``agentdbg diff A B --tui``)."""
         super().__init__()
         self._poll_timer: Timer | None = None
         self.document: Document | None = None
@@ -132,6 +141,7 @@ class DebuggerApp(App[None]):
         self.live = LiveControl(self)  # a trace still being written, and its agent
         # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
         self.approvals = ApprovalDesk(self.post_message)
+        self._diff_with = diff_with
 
     # --- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -159,6 +169,10 @@ class DebuggerApp(App[None]):
             self.show_open_error(error)
         self.query_one(Timeline).focus()
         self._poll_timer = self.set_interval(POLL_SECONDS, self.poll)
+        if self._diff_with is not None:
+            other, index, owned = self._diff_with
+            self._diff_with = None
+            self.start_diff(other, index, owned)
 
     def on_unmount(self) -> None:
         if self._poll_timer is not None:
@@ -755,6 +769,70 @@ class DebuggerApp(App[None]):
                 self.show_run()
 
         self.push_screen(switcher, answer)
+
+    # --- diff ---------------------------------------------------------------------------
+    def action_diff(self) -> None:
+        session = self._session_ready()
+        document = self.document
+        if session is None or document is None:
+            return
+        several = len(document.runs) > 1
+        suggested = str(self.run_index + 2 if self.run_index + 1 < len(document.runs) else 1) if several else ""
+
+        def answer(value: str | None) -> None:
+            value = (value or "").strip()
+            if not value:
+                return
+            if value.isdigit():
+                number = int(value)
+                if not 1 <= number <= len(document.runs):
+                    self.say(f"no run {number}: this file holds {len(document.runs)}", "bold red")
+                    return
+                self.start_diff(document, number - 1, False)
+            else:
+                self.start_diff(value, 0, True)
+
+        self.push_screen(diff_screen(suggested, several), answer)
+
+    def start_diff(self, other: Document | str, index: int, owned: bool) -> None:
+        """Compare the run shown with run ``index`` of ``other`` (a document, or a path
+        ``FILE[:N]`` opened here) in a worker; the split view opens when it is done."""
+        session = self._session_ready()
+        if session is None:
+            if owned and isinstance(other, Document):
+                other.close()
+            return
+        from agentdbg.tui.diffing import compare_for_app
+
+        self.start_worker("diff", partial(compare_for_app, session.run, other, index, owned), cancellable=True)
+
+    def _after_diff(self, compared) -> None:
+        from agentdbg.tui.screens.diff import DiffScreen
+
+        self.show_cursor()
+        if compared.error:
+            self.notify(one_line(compared.error, 300), title="Could not compare", severity="error", timeout=10,
+                        markup=False)
+            self.say(f"diff: {one_line(compared.error, 200)}", "bold red")
+            return
+        result = compared.result
+        if result is None:
+            self.say("diff cancelled", "yellow")
+            return
+        this = self._label or (self.document.path if self.document is not None else "")
+        label_a = f"run {self.run_index + 1} · {getattr(self.current_run, 'title', '')} · {this}"
+
+        def closed(step: int | None) -> None:
+            if compared.owned is not None:
+                self.close_when_idle(compared.owned)
+            if step:
+                self.go_to_step(step)
+            else:
+                self.say(self.describe_step(), self.reason_style())
+
+        self.say("the runs are the same" if result.identical else "the runs differ: } next difference, Esc closes",
+                 "bold green" if result.identical else "bold")
+        self.push_screen(DiffScreen(result, label_a, compared.label), closed)
 
     def action_attach(self) -> None:
         self.live.toggle_attach()

@@ -18,6 +18,7 @@ class Command:
     group: str
     footer: bool = False
     key_display: str | None = None
+    scope: str = "app"  # "app": the debugger's screen; "diff": the split view of two runs
 
     @property
     def shown_keys(self) -> str:
@@ -29,7 +30,9 @@ class Command:
 def _key_name(key: str) -> str:
     names = {"question_mark": "?", "slash": "/", "escape": "Esc", "home": "Home", "end": "End",
              "less_than_sign": "<", "greater_than_sign": ">", "full_stop": ".", "comma": ",",
-             "left_square_bracket": "[", "right_square_bracket": "]"}
+             "left_square_bracket": "[", "right_square_bracket": "]",
+             "left_curly_bracket": "{", "right_curly_bracket": "}", "enter": "Enter",
+             "pageup": "PgUp", "pagedown": "PgDn", "up": "↑", "down": "↓"}
     return names.get(key, key)
 
 
@@ -50,6 +53,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("file.open", "o", "open_file", "Open", "open a plan, a trace or a run saved by another agent stack", "Files"),
     Command("file.write", "w", "write_trace", "Write", "write the current run to a trace file", "Files"),
     Command("file.runs", "r", "switch_run", "Runs", "switch to another run (episode) of this file", "Files"),
+    Command("file.diff", "D", "diff", "Diff", "compare this run with another run of the file or another file: aligned steps side by side, differences marked", "Files"),
     Command("view.timeline", "1", "toggle_pane('timeline')", "Timeline", "show or hide the timeline", "View"),
     Command("view.tools", "2", "toggle_pane('tools')", "Tools pane", "show or hide the tool registry", "View"),
     Command("view.memory", "3", "toggle_pane('memory')", "Memory pane", "show or hide the memory tiers", "View"),
@@ -65,14 +69,31 @@ COMMANDS: tuple[Command, ...] = (
     Command("live.attach", "a", "attach", "Attach", "detach from the agent recording this trace (a paused agent goes on), or attach to it again", "Live"),
 )
 
-GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "View", "App", "Live")
+# The split view of two runs (D): its own keys, one cursor for both sides.
+DIFF_COMMANDS: tuple[Command, ...] = (
+    Command("diff.down", "down,j,n", "row(1)", "Down", "next row: both sides move together", "Diff", key_display="↓ / j / n", scope="diff"),
+    Command("diff.up", "up,k,p", "row(-1)", "Up", "previous row", "Diff", key_display="↑ / k / p", scope="diff"),
+    Command("diff.next", "right_curly_bracket", "difference(True)", "Next diff", "next difference: the first row of the next stretch that differs", "Diff", True, scope="diff"),
+    Command("diff.previous", "left_curly_bracket", "difference(False)", "Prev diff", "previous difference", "Diff", True, scope="diff"),
+    Command("diff.page_down", "pagedown", "page(1)", "Page down", "a page of rows down", "Diff", scope="diff"),
+    Command("diff.page_up", "pageup", "page(-1)", "Page up", "a page of rows up", "Diff", scope="diff"),
+    Command("diff.first", "home", "first_row", "First row", "the first row", "Diff", scope="diff"),
+    Command("diff.last", "end", "last_row", "Last row", "the last row", "Diff", scope="diff"),
+    Command("diff.side", "s", "other_side", "Other side", "a narrow terminal shows one run at a time: show the other", "Diff", True, scope="diff"),
+    Command("diff.go", "enter", "go_there", "Go there", "close the split view at this step of A (the debugger's run)", "Diff", True, scope="diff"),
+    Command("diff.close", "escape,D,q", "close", "Close", "close the split view", "Diff", True, "Esc", scope="diff"),
+)
+
+GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "View", "App", "Live", "Diff")
 
 
-def bindings() -> list[Binding]:
+def bindings(scope: str = "app", namespace: str = "") -> list[Binding]:
+    """The bindings of ``scope``'s commands; ``namespace`` (``"screen."``) lets a widget
+    bind its screen's commands ahead of its own keys."""
     return [
-        Binding(command.keys, command.action, command.title, show=command.footer,
+        Binding(command.keys, namespace + command.action, command.title, show=command.footer,
                 key_display=command.key_display, id=command.id)
-        for command in COMMANDS
+        for command in (*COMMANDS, *DIFF_COMMANDS) if command.scope == scope
     ]
 
 

@@ -13,10 +13,11 @@ from textual.widgets import Static
 
 from agentdbg.debugger.breakpoints import AUTO_BREAKS
 from agentdbg.debugger.filters import FILTER_HELP
-from agentdbg.tui.commands import COMMANDS, GROUPS
+from agentdbg.tui.commands import COMMANDS, DIFF_COMMANDS, GROUPS
 from agentdbg.tui.screens.approval import APPROVAL_KEYS
 
-GROUP_NOTES = {"Live": "(a trace still being written; its agent can be paused when it was recorded with attach)"}
+GROUP_NOTES = {"Live": "(a trace still being written; its agent can be paused when it was recorded with attach)",
+               "Diff": "(the split view of two runs, opened with D)"}
 
 
 def help_text() -> Table:
@@ -25,7 +26,7 @@ def help_text() -> Table:
     table.add_column()
     for group in GROUPS:
         table.add_row(Text(group, style="bold underline"), Text(GROUP_NOTES.get(group, ""), style="dim"))
-        for command in COMMANDS:
+        for command in (*COMMANDS, *DIFF_COMMANDS):
             if command.group == group:
                 table.add_row(Text(command.shown_keys), Text(command.help))
         table.add_row("", "")

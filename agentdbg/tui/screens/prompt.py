@@ -72,3 +72,11 @@ def write_screen(initial: str) -> PromptScreen:
     return PromptScreen("Write trace", "Write the current run to this trace file:",
                         value=initial, placeholder="run.jsonl",
                         hint="an existing file is replaced", id="write")
+
+
+def diff_screen(suggested: str, several: bool) -> PromptScreen:
+    what = "Another run of this file (its number), or a file" if several else "A file"
+    return PromptScreen("Diff", f"{what} to compare this run with (FILE:N picks run N of a file):",
+                        value=suggested, placeholder="2, golden.jsonl or runs.jsonl:3",
+                        hint="steps are aligned by action; } and { go to the next / previous difference",
+                        id="diff-prompt")

@@ -371,9 +371,10 @@ def run_differences(a: Any, b: Any) -> tuple[list[str], list[str]]:
         noted.append("policy")
     if info_a.tool_names() != info_b.tool_names() and info_a.tools and info_b.tools:
         noted.append("tools")
-    if (info_a.guards or {}) != (info_b.guards or {}):
+    # (a format that records no settings differs from none)
+    if info_a.guards and info_b.guards and info_a.guards != info_b.guards:
         noted.append("guard settings")
-    if (info_a.memory or None) != (info_b.memory or None):
+    if info_a.memory and info_b.memory and info_a.memory != info_b.memory:
         noted.append("memory settings")
     return counted, noted
 

@@ -246,7 +246,7 @@ def _print_human(result: RunDiff, side_a, side_b, args: argparse.Namespace) -> N
     first = alignment.first_difference
     if first is not None:
         emit(_divergence_block(result, alignment.row(first), width))
-    if alignment.row_count:
+    if not result.alignment.identical:
         emit(_listing(result, args.context, args.all, width))
 
 

@@ -17,7 +17,6 @@ of a screen: the command line and the debugger's split view both draw from it.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import os
 import re
@@ -60,7 +59,8 @@ def _normal(value: Any) -> Any:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+    # (mappings are sorted by ``_normal`` already; the fields come in one fixed order)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
 
 
 def action_key(record: StepRecord) -> str:
@@ -108,15 +108,17 @@ def step_fields(record: StepRecord) -> dict[str, Any]:
 
 
 def _digest(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+    # Python's own string hash: 64 bits, fast, and the same for both runs (both are
+    # reduced in this process); a collision would take ~2^32 different steps.
+    return hash(text)
 
 
 @dataclass
 class Summaries:
     """A run reduced for aligning: per step, a digest of its action and one of the rest."""
 
-    keys: array = field(default_factory=lambda: array("Q"))
-    contents: array = field(default_factory=lambda: array("Q"))
+    keys: array = field(default_factory=lambda: array("q"))
+    contents: array = field(default_factory=lambda: array("q"))
 
     def add(self, record: StepRecord) -> None:
         fields = step_fields(record)
@@ -127,11 +129,32 @@ class Summaries:
         return len(self.keys)
 
 
+def shared_start(a: Any, b: Any, cancelled: Callable[[], bool] | None = None) -> int:
+    """How many first steps two trace files hold byte for byte alike (a fork and its
+    parent, a run and its golden copy): equal without being decoded. 0 for other runs."""
+    read_a, read_b = getattr(a, "step_bytes", None), getattr(b, "step_bytes", None)
+    if not callable(read_a) or not callable(read_b):
+        return 0
+    for waiter in (getattr(a, "wait", None), getattr(b, "wait", None)):
+        if callable(waiter):
+            waiter()
+    shared = 0
+    for step in range(1, min(a.step_count, b.step_count) + 1):
+        bytes_a = read_a(step)
+        if bytes_a is None or bytes_a != read_b(step):
+            break
+        shared = step
+        if step % 20_000 == 0 and cancelled is not None and cancelled():
+            raise Cancelled
+    return shared
+
+
 def summarize(run: Any, cancelled: Callable[[], bool] | None = None,
-              progress: Callable[[int], None] | None = None) -> Summaries:
-    """Every step of ``run`` read once, in order (waiting for a file's index), reduced."""
+              progress: Callable[[int], None] | None = None, start: int = 1) -> Summaries:
+    """Every step of ``run`` from ``start`` read once, in order (waiting for a file's
+    index), reduced."""
     summaries = Summaries()
-    step = 1
+    step = start
     while True:
         if step > run.step_count:
             waiter = getattr(run, "wait_for", None)
@@ -267,8 +290,9 @@ class Alignment:
         return {EQUAL: self.row_count - only_a - only_b - changed, CHANGED: changed, ONLY_A: only_a, ONLY_B: only_b}
 
 
-def align(a: Summaries, b: Summaries) -> Alignment:
-    """Align two runs' steps by action; see the module's notes."""
+def align(a: Summaries, b: Summaries, shared: int = 0) -> Alignment:
+    """Align two runs' steps by action; see the module's notes. ``shared``: the runs'
+    first steps known equal already (``a`` and ``b`` summarise the steps after them)."""
     keys_a, keys_b = a.keys, b.keys
     n, m = len(keys_a), len(keys_b)
     head = 0
@@ -304,7 +328,7 @@ def align(a: Summaries, b: Summaries) -> Alignment:
             segments.append(Segment("pair", i + 1, j + 1, length))
         contents_a, contents_b = a.contents, b.contents
         for k in range(length):
-            if contents_a[i + k] != contents_b[j + k]:
+            if contents_a[i - shared + k] != contents_b[j - shared + k]:
                 changed.append(row + k)
         row += length
 
@@ -314,7 +338,11 @@ def align(a: Summaries, b: Summaries) -> Alignment:
             segments.append(Segment(kind, i + 1, j + 1, length))
             row += length
 
+    if shared:  # known equal without digests: one pair segment, no changed rows
+        segments.append(Segment("pair", 1, 1, shared))
+        row = shared
     for tag, i1, i2, j1, j2 in opcodes:
+        i1, i2, j1, j2 = i1 + shared, i2 + shared, j1 + shared, j2 + shared
         if tag == "equal":
             pair(i1, j1, i2 - i1)
         elif tag == "delete":
@@ -326,7 +354,7 @@ def align(a: Summaries, b: Summaries) -> Alignment:
             pair(i1, j1, both)
             one_side("a", i1 + both, j1 + both, i2 - i1 - both)
             one_side("b", i1 + both, j1 + both, j2 - j1 - both)
-    return Alignment(segments, changed, n, m)
+    return Alignment(segments, changed, n + shared, m + shared)
 
 
 # -- what differs ----------------------------------------------------------------------------
@@ -404,11 +432,13 @@ class RunDiff:
 
 def compare(a: Any, b: Any, cancelled: Callable[[], bool] | None = None,
             progress: Callable[[str, int], None] | None = None) -> RunDiff:
-    """Compare two runs (any ``runs.RunView``); reads each step once."""
-    summaries_a = summarize(a, cancelled, None if progress is None else (lambda step: progress("A", step)))
-    summaries_b = summarize(b, cancelled, None if progress is None else (lambda step: progress("B", step)))
+    """Compare two runs (any ``runs.RunView``); reads each step at most once (the steps
+    two trace files share byte for byte are compared as bytes, never decoded)."""
+    shared = shared_start(a, b, cancelled)
+    summaries_a = summarize(a, cancelled, None if progress is None else (lambda step: progress("A", step)), shared + 1)
+    summaries_b = summarize(b, cancelled, None if progress is None else (lambda step: progress("B", step)), shared + 1)
     counted, noted = run_differences(a, b)
-    return RunDiff(a, b, align(summaries_a, summaries_b), counted, noted)
+    return RunDiff(a, b, align(summaries_a, summaries_b, shared), counted, noted)
 
 
 # -- choosing and describing -------------------------------------------------------------------

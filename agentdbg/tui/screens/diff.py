@@ -319,7 +319,7 @@ class DiffScreen(ModalScreen[int | None]):
         if not alignment.row_count:
             return Text("no steps on either side")
         row = alignment.row(self.cursor.row)
-        where = f"row {row.index + 1:,} of {alignment.row_count:,}"
+        where = f"row {row.index + 1:,}/{alignment.row_count:,}"
         sides = f"A {row.a if row.a is not None else '—'} · B {row.b if row.b is not None else '—'}"
         text = Text(f"{where} · {sides} · ")
         text.append(row.kind, style={EQUAL: "", CHANGED: "bold yellow", ONLY_A: "bold red", ONLY_B: "bold green"}[row.kind])
@@ -329,8 +329,7 @@ class DiffScreen(ModalScreen[int | None]):
         if hunks:
             text.append(f" · {hunks:,} difference{'s' if hunks != 1 else ''}", style="dim")
         if self.narrow:
-            text.append(f" · showing {self.shown_side.upper()} (s: {'B' if self.shown_side == 'a' else 'A'})",
-                        style="dim")
+            text.append(f" · {self.shown_side.upper()} shown", style="dim")
         return text
 
     @property

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
+from test_cli_support import run_guarded
 
 from agentdbg.cli import main
 from agentdbg.diff import CHANGED, EQUAL, ONLY_A, ONLY_B, Summaries, align, split_run
 from agentdbg.engine import events as ev
 from agentdbg.plans import load_plan
+from agentdbg.trace import format as fmt
 from agentdbg.trace.synthetic import synthetic_run
 from agentdbg.trace.writer import write_trace
 
@@ -197,6 +200,28 @@ def test_trouble_exits_2_with_one_line(capsys, tmp_path, argv, message) -> None:
     assert code == 2
     assert out == ""
     assert message in err and err.startswith("agentdbg diff: error:") and err.count("\n") == 1
+
+
+def test_a_file_with_no_runs_says_why(capsys, tmp_path) -> None:
+    good = trace_of(tmp_path, "good.jsonl", plan_events("library_good"))
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(fmt.header_line() + '{"type":"thought","step":1,\nnot json\n')
+    code, out, err = run_cli(capsys, "diff", good, damaged)
+    assert code == 2 and out == ""
+    assert err.splitlines()[0] == f"agentdbg diff: error: {damaged}: no runs in it"
+    assert f"agentdbg diff: warning: {damaged}:2:" in err
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs named pipes and /dev/zero")
+def test_pipes_and_devices_are_refused_without_reading(tmp_path) -> None:
+    good = trace_of(tmp_path, "good.jsonl", plan_events("library_good"))
+    fifo, zero = tmp_path / "fifo.jsonl", tmp_path / "zero.jsonl"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    commands = [["diff", good, fifo], ["diff", zero, good], ["diff", f"{fifo}:2", good]]
+    for argv, (code, out, err) in zip(commands, run_guarded(*commands), strict=True):
+        assert code == 2 and out == "" and len(err.splitlines()) == 1, (argv, err)
+        assert "not a regular file" in err
 
 
 def test_a_damaged_line_is_a_warning_and_the_rest_is_compared(capsys, tmp_path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from test_tui_support import PLANS, pane_text, press, settle, status, type_text
+from test_tui_support import PLANS, pane_text, press, screen_text, settle, status, type_text
 
 from agentdbg.documents import open_document
 from agentdbg.engine import events as ev
@@ -175,6 +175,22 @@ async def test_the_command_line_opens_the_split_view(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_split(pilot)
         assert screen.result.alignment.counts()["only in B"] == 1
+
+
+async def test_hostile_names_and_texts_stay_literal() -> None:
+    hostile = "[bold red]x[/] \x1b[2J\x1b]8;;http://evil\x07link\u202e"
+    events = plan_events("library_good")
+    other = [dataclasses.replace(e, name=hostile) if isinstance(e, ev.RunStart) else e
+             for e in changed_observation(events, 1, hostile * 50)]
+    document = Document(hostile, "trace", [EventRun(events, hostile), EventRun(other, hostile)])
+    app = DebuggerApp(document, save_breakpoints=False, diff_with=(document, 1, False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_split(pilot)
+        shown = screen_text(app)
+        (border,) = [line for line in shown.splitlines() if "B: run 2" in line]
+        assert "[bold red]x[/]" in border  # the title is not read as markup
+        assert "[bold red]x[/]" in shown and "\x1b" not in shown and "\u202e" not in shown
+        assert screen.row == 0 and "observation" in str(screen.query_one("#diff-status").render())
 
 
 def split_view(size: tuple[int, int], *keys: str):

@@ -91,9 +91,11 @@ def run(args: argparse.Namespace) -> int:
         side_a = open_side(args, args.a, opened)
         side_b = open_side(args, args.b, opened)
     except render.InputError as exc:
+        code = render.fail("diff", str(exc))
         for document in opened.values():
             document.close()
-        return render.fail("diff", str(exc))
+            render.print_problems(document.problems, document.path, "diff")  # why a file holds no run
+        return code
     if args.tui:
         return _run_tui(side_a, side_b, opened)
     result = None

@@ -256,7 +256,8 @@ class DiffScreen(ModalScreen[int | None]):
 
     def on_mount(self) -> None:
         for side, label in zip("ab", self.labels, strict=True):
-            self.query_one(f"#diff-list-{side}").border_title = f"{side.upper()}: {one_line(label, 60)}"
+            # (a title given as a string would be read as markup: a run's name is untrusted)
+            self.query_one(f"#diff-list-{side}").border_title = Text(f"{side.upper()}: {one_line(label, 60)}")
             self.query_one(f"#diff-detail-{side}").border_title = f"{side.upper()} at the cursor"
         self.query_one("#diff-list-a").focus()
         self._layout(self.size.width)

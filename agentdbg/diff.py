@@ -214,12 +214,13 @@ class Alignment:
         # Where each stretch of differing rows starts: what "next difference" visits.
         self.hunks = array("Q")
         last = -2
-        for index in self._different_rows():
+        for index in self.different_rows():
             if index != last + 1:
                 self.hunks.append(index)
             last = index
 
-    def _different_rows(self) -> Iterator[int]:
+    def different_rows(self) -> Iterator[int]:
+        """Every row that is not equal, in order."""
         changed = iter(self._changed)
         pending = next(changed, None)
         for start, segment in zip(self._starts, self.segments, strict=True):

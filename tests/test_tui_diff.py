@@ -135,11 +135,15 @@ async def test_d_with_a_file_and_a_run_number(tmp_path: Path) -> None:
     app = DebuggerApp(open_document(PLANS / "library_good.toml", live=False), save_breakpoints=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
+        await press(pilot, "g")
+        await type_text(pilot, "3")
+        await press(pilot, "enter")
         await press(pilot, "D")
         await type_text(pilot, f"{runs}:2")
         await press(pilot, "enter")
         screen = await open_split(pilot)
         assert screen.result.identical
+        assert screen.row == 2  # no difference to open on: the debugger's step
         assert "the runs are the same" in str(screen.query_one("#diff-header").render())
         await press(pilot, "escape")
         await press(pilot, "D")

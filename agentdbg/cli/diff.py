@@ -329,7 +329,7 @@ def _shown_rows(alignment, context: int, everything: bool) -> list[tuple[int, in
 
 def _difference_spans(alignment):
     start = last = None
-    for index in alignment._different_rows():
+    for index in alignment.different_rows():
         if last is not None and index == last + 1:
             last = index
             continue

@@ -142,6 +142,7 @@ class DebuggerApp(App[None]):
         # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
         self.approvals = ApprovalDesk(self.post_message)
         self._diff_with = diff_with
+        self._diff_documents: list[Document] = []  # other files open for the split view
 
     # --- layout ------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -188,6 +189,8 @@ class DebuggerApp(App[None]):
                 if callable(getattr(run, "cancel", None)):
                     run.cancel()
             self.close_when_idle(self.document)  # stops a file's indexing thread
+        for document in self._diff_documents:
+            self.close_when_idle(document)
 
     def close_when_idle(self, document: Document) -> None:
         """Close ``document`` now, or as soon as the worker that may be reading it stops:
@@ -804,7 +807,9 @@ class DebuggerApp(App[None]):
             return
         from agentdbg.tui.diffing import compare_for_app
 
-        self.start_worker("diff", partial(compare_for_app, session.run, other, index, owned), cancellable=True)
+        progress = partial(self._progress, "diff")
+        self.start_worker("diff", partial(compare_for_app, session.run, other, index, owned, progress),
+                          cancellable=True)
 
     def _after_diff(self, compared) -> None:
         from agentdbg.tui.screens.diff import DiffScreen
@@ -822,8 +827,12 @@ class DebuggerApp(App[None]):
         this = self._label or (self.document.path if self.document is not None else "")
         label_a = f"run {self.run_index + 1} · {getattr(self.current_run, 'title', '')} · {this}"
 
+        if compared.owned is not None:
+            self._diff_documents.append(compared.owned)
+
         def closed(step: int | None) -> None:
-            if compared.owned is not None:
+            if compared.owned is not None and compared.owned in self._diff_documents:
+                self._diff_documents.remove(compared.owned)
                 self.close_when_idle(compared.owned)
             if step:
                 self.go_to_step(step)
@@ -832,7 +841,8 @@ class DebuggerApp(App[None]):
 
         self.say("the runs are the same" if result.identical else "the runs differ: } next difference, Esc closes",
                  "bold green" if result.identical else "bold")
-        self.push_screen(DiffScreen(result, label_a, compared.label), closed)
+        session = self.session
+        self.push_screen(DiffScreen(result, label_a, compared.label, session.cursor if session else 0), closed)
 
     def action_attach(self) -> None:
         self.live.toggle_attach()

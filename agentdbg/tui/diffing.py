@@ -3,6 +3,7 @@ and turning every failure into a message (never a traceback)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,11 @@ def _open_other(spec: str) -> tuple[Document, int]:
     return document, number - 1
 
 
-def compare_for_app(run: Any, other: Document | str, index: int, owned: bool, cancel) -> Compared:
+def compare_for_app(run: Any, other: Document | str, index: int, owned: bool,
+                    progress: Callable[[int], None], cancel) -> Compared:
     """Compare ``run`` with run ``index`` of ``other`` (or of the file ``other`` names,
-    ``FILE:N`` picking its run). ``owned``: the other document is closed with the view."""
+    ``FILE:N`` picking its run). ``owned``: the other document is closed with the view.
+    ``progress`` is told the step reached now and then (a long run takes a while)."""
     opened: Document | None = None
     try:
         if isinstance(other, str):
@@ -54,7 +57,7 @@ def compare_for_app(run: Any, other: Document | str, index: int, owned: bool, ca
                 opened = other
         other_run = document.runs[index]
         label = f"run {index + 1} · {getattr(other_run, 'title', '') or other_run.info.name} · {document.path}"
-        result = compare(run, other_run, cancelled=cancel.is_set)
+        result = compare(run, other_run, cancelled=cancel.is_set, progress=lambda side, step: progress(step))
     except Cancelled:
         if opened is not None:
             opened.close()

@@ -237,11 +237,15 @@ class DiffScreen(ModalScreen[int | None]):
 
     BINDINGS = commands.bindings("diff")
 
-    def __init__(self, result: RunDiff, label_a: str, label_b: str):
+    def __init__(self, result: RunDiff, label_a: str, label_b: str, step_a: int = 0):
+        """Opens on the first difference; on A's step ``step_a`` when there is none."""
         super().__init__(id="diff")
         self.result = result
         self.labels = (label_a, label_b)
-        self.cursor = DiffCursor(result.alignment.first_difference or 0)
+        first = result.alignment.first_difference
+        if first is None:
+            first = result.alignment.row_of_step("a", step_a) if step_a else 0
+        self.cursor = DiffCursor(first or 0)
         self.shown_side = "a"  # in a narrow terminal: the side on screen
 
     def compose(self) -> ComposeResult:

@@ -213,3 +213,17 @@ def test_split_view_at_80x24(snap_compare) -> None:
 
 def test_split_view_at_160x48(snap_compare) -> None:
     assert snap_compare(diff_app(), terminal_size=(160, 48), run_before=split_view((160, 48), "right_curly_bracket"))
+
+
+async def test_agentdbg_a_dash_dash_diff_b(tmp_path: Path, capsys) -> None:
+    from agentdbg.cli import _main_parser, debug
+
+    runs = tmp_path / "runs.jsonl"
+    write_trace(runs, [plan_events("library_good"), plan_events("library_hallucinating")])
+    args = _main_parser().parse_args([str(runs), "--diff", f"{runs}:2"])
+    app = debug.build_app(args)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_split(pilot)
+        assert screen.result.alignment.counts()["only in B"] == 1
+    assert debug.build_app(_main_parser().parse_args([str(runs), "--diff", str(tmp_path / "nope.jsonl:2")])) == 2
+    assert "--diff" in capsys.readouterr().err

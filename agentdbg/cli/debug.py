@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from agentdbg.text import one_line, shorten
 
@@ -60,6 +61,15 @@ def build_app(args: argparse.Namespace):
             more = f"; {plural(found - 1, 'more problem')}: agentdbg show lists them" if found > 1 else ""
             why = f" ({first}{more})"
         return refuse(f"{args.file}: no runs in it{why}")
+    other = getattr(args, "diff", None)
+    if other:
+        from agentdbg.diff import split_run
+
+        # Refused here when it cannot be a file: inside, the split view says why it failed.
+        if not Path(split_run(other)[0]).expanduser().exists():
+            document.close()
+            return refuse(f"--diff {other}: no such file")
+        return DebuggerApp(document, run_index=run_number - 1, diff_with=(other, 0, True))
     return DebuggerApp(document, run_index=run_number - 1)
 
 

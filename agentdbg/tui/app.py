@@ -109,9 +109,10 @@ class DebuggerApp(App[None]):
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
-                 diff_with: tuple[Document, int, bool] | None = None):
-        """``diff_with``: (document, run index, whether the app closes it) to compare the
-        run shown with as soon as the screen is up (``agentdbg diff A B --tui``)."""
+                 diff_with: tuple[Document | str, int, bool] | None = None):
+        """``diff_with``: (document or ``FILE[:N]``, run index, whether the app closes it)
+        to compare the run shown with as soon as the screen is up (``agentdbg diff A B
+        --tui``, ``agentdbg A --diff B``)."""
         super().__init__()
         self._poll_timer: Timer | None = None
         self.document: Document | None = None

@@ -840,8 +840,10 @@ class DebuggerApp(App[None]):
             else:
                 self.say(self.describe_step(), self.reason_style())
 
-        self.say("the runs are the same" if result.identical else "the runs differ: } next difference, Esc closes",
-                 "bold green" if result.identical else "bold")
+        said = "the runs are the same" if result.identical else "the runs differ: } next difference, Esc closes"
+        if not result.a.complete:  # a live plan, or a file still being written
+            said += f" (this run compared as far as it has gone: {result.a.step_count:,} steps)"
+        self.say(said, "bold green" if result.identical else "bold")
         session = self.session
         self.push_screen(DiffScreen(result, label_a, compared.label, session.cursor if session else 0), closed)
 

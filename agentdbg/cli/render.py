@@ -25,8 +25,8 @@ from agentdbg.cli.terminal import make_console as make_console
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.runs import Document, Problem
-from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.model.runs import Document, Problem
+from agentdbg.model.state import RunInfo, RunState, StepRecord
 from agentdbg.text import escape_json, one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20

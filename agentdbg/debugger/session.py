@@ -32,8 +32,8 @@ from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, one_line
 from agentdbg.debugger.filters import compile_regex, transcript_text
-from agentdbg.runs import RunView
-from agentdbg.state import RunState, StepRecord
+from agentdbg.model.runs import RunView
+from agentdbg.model.state import RunState, StepRecord
 
 END_OF_RUN = "end of run"
 START_OF_RUN = "start of run"

@@ -49,6 +49,39 @@ class RunView(Protocol):
         """Every event of the run, in order (for writing it out)."""
 
 
+# What some runs can do beyond RunView, asked with isinstance (never by probing names).
+@runtime_checkable
+class Advancing(Protocol):
+    """A run the engine steps on demand (a plan): a step exists once it is asked for."""
+
+    def advance(self) -> bool:
+        """Run one more step; False when the run has already ended."""
+
+
+@runtime_checkable
+class RawSteps(Protocol):
+    """A file-backed run that hands out a step's raw lines, so a filter or a breakpoint
+    can pass a step that cannot match without decoding it."""
+
+    def step_bytes(self, step: int) -> bytes | None:
+        """Step ``step``'s lines as written (None when not at hand)."""
+
+
+@runtime_checkable
+class Indexing(Protocol):
+    """A run whose steps are found in the background (a file being indexed or followed)."""
+
+    def wait_for(self, step: int, timeout: float | None = None) -> bool:
+        """Block until step ``step`` is known or no more steps will come; True if it is."""
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """A run whose step in progress can be given up from another thread (on quitting)."""
+
+    def cancel(self) -> None: ...
+
+
 class EventRun:
     """A run whose events are in memory."""
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdbg.state import RunState, StepRecord
+from agentdbg.model.state import RunState, StepRecord
 from agentdbg.text import one_line
 
 EQUAL, CHANGED, ONLY_A, ONLY_B = "equal", "changed", "only in A", "only in B"
@@ -504,3 +504,21 @@ def differ_phrase(names: list[str]) -> str:
     if len(names) == 1:
         return f"the {names[0]} differs"
     return f"the {', '.join(names[:-1])} and {names[-1]} differ"
+
+
+def memory_change(record: StepRecord, limit: int = 300) -> str:
+    """What a step did to memory, in words (the field compared as ``memory``)."""
+    parts = []
+    if record.recalled:
+        texts = [hit.get("text", "") if isinstance(hit, dict) else hit for hit in record.recalled]
+        parts.append("recalled " + " | ".join(one_line(str(text), 80) for text in texts[:5])
+                     + (f" (+{len(texts) - 5} more)" if len(texts) > 5 else ""))
+    update = record.memory
+    if update is not None:
+        for label, items in (("added", update.added), ("evicted", update.evicted), ("stored", update.stored)):
+            if items:
+                parts.append(f"{label} " + " | ".join(one_line(str(item), 80) for item in items[:5])
+                             + (f" (+{len(items) - 5} more)" if len(items) > 5 else ""))
+        if update.summary is not None:
+            parts.append("summary " + one_line(str(update.summary), 120))
+    return one_line("; ".join(parts), limit)

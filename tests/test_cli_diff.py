@@ -292,3 +292,16 @@ def test_runs_that_loop_on_one_action_align_quickly() -> None:
 def test_no_steps_on_either_side() -> None:
     alignment = align(summaries([]), summaries([]))
     assert alignment.row_count == 0 and alignment.identical and alignment.first_difference is None
+
+
+def test_a_different_memory_update_is_named_and_shown(capsys, tmp_path) -> None:
+    events = plan_events("memory_research")
+    step = next(e.step for e in events if isinstance(e, ev.MemoryUpdate) and e.added)
+    changed = [dataclasses.replace(e, added=["something else entirely"])
+               if isinstance(e, ev.MemoryUpdate) and e.step == step else e for e in events]
+    a, b = trace_of(tmp_path, "a.jsonl", events), trace_of(tmp_path, "b.jsonl", changed)
+    code, data = diff_json(capsys, a, b)
+    assert code == 1
+    assert data["first_divergence"]["fields"] == ["memory"] and data["first_divergence"]["a_step"] == step
+    code, out, _ = run_cli(capsys, "diff", a, b)
+    assert "B: added something else entirely" in flat(out)

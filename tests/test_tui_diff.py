@@ -10,8 +10,8 @@ from test_tui_support import PLANS, pane_text, press, screen_text, settle, statu
 
 from agentdbg.documents import open_document
 from agentdbg.engine import events as ev
+from agentdbg.model.runs import Document, EventRun
 from agentdbg.plans import load_plan
-from agentdbg.runs import Document, EventRun
 from agentdbg.trace.writer import write_trace
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.screens.diff import AlignedTimeline, DiffScreen

@@ -28,11 +28,12 @@ from agentdbg.diff import (
     compare,
     differ_phrase,
     differing_fields,
+    memory_change,
     split_run,
     state_lines,
     step_label,
 )
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 
 SIGNS = {EQUAL: "=", CHANGED: "~", ONLY_A: "-", ONLY_B: "+"}
@@ -174,7 +175,7 @@ def field_text(record: StepRecord, name: str) -> str:
         tripped = f"; tripped {record.tripped.guard}: {record.tripped.message}" if record.tripped is not None else ""
         return (render.counters_line(record) or "(no counters)") + tripped
     if name == "memory":
-        return render.memory_line(record) or "(no memory change)"
+        return memory_change(record) or "(no memory change)"
     if name == "approval":
         return record.approval_text() or "(none)"
     if name == "raw":

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentdbg import documents
 from agentdbg.diff import Cancelled, RunDiff, compare, split_run
-from agentdbg.runs import Document
+from agentdbg.model.runs import Document
 from agentdbg.text import one_line
 from agentdbg.tui.opening import OPEN_ERRORS
 

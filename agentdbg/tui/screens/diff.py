@@ -33,10 +33,11 @@ from agentdbg.diff import (
     RunDiff,
     differ_phrase,
     differing_fields,
+    memory_change,
     state_lines,
     step_label,
 )
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 from agentdbg.tui import commands
 from agentdbg.tui.safe import clipped, one_line, plain
 from agentdbg.tui.widgets.lines import LinePane, Paragraph, set_virtual_size
@@ -198,7 +199,7 @@ class StepDetail(LinePane, can_focus=False):
                 out.append((len(label) + 4, head))
             if mine.parse_error is not None:
                 out.append((9, Text.assemble(("  Error: ", "bold red"), plain(one_line(mine.parse_error, 500)))))
-            for field, line in (("guards", _counters(mine)), ("memory", _memory(mine))):
+            for field, line in (("guards", _counters(mine)), ("memory", memory_change(mine))):
                 if line:
                     marked = field in differing
                     out.append((10, Text.assemble((("≠ " if marked else "  ") + f"{field}: ",
@@ -224,12 +225,6 @@ def _counters(record: StepRecord) -> str:
         return ""
     return (f"repeats {guards.repeats[0]} · errors {guards.errors[0]} · step {guards.steps[0]} · "
             f"tokens {guards.tokens[0]} (+{guards.step_tokens})")
-
-
-def _memory(record: StepRecord) -> str:
-    from agentdbg.cli.render import memory_line
-
-    return memory_line(record)
 
 
 class DiffScreen(ModalScreen[int | None]):

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdbg.model.runs import RawSteps
 from agentdbg.model.state import RunState, StepRecord
 from agentdbg.text import one_line
 
@@ -132,16 +133,16 @@ class Summaries:
 def shared_start(a: Any, b: Any, cancelled: Callable[[], bool] | None = None) -> int:
     """How many first steps two trace files hold byte for byte alike (a fork and its
     parent, a run and its golden copy): equal without being decoded. 0 for other runs."""
-    read_a, read_b = getattr(a, "step_bytes", None), getattr(b, "step_bytes", None)
-    if not callable(read_a) or not callable(read_b):
+    if not isinstance(a, RawSteps) or not isinstance(b, RawSteps):
         return 0
-    for waiter in (getattr(a, "wait", None), getattr(b, "wait", None)):
+    for run in (a, b):
+        waiter = getattr(run, "wait", None)  # every step indexed (of a file being written: all it holds now)
         if callable(waiter):
             waiter()
     shared = 0
     for step in range(1, min(a.step_count, b.step_count) + 1):
-        bytes_a = read_a(step)
-        if bytes_a is None or bytes_a != read_b(step):
+        bytes_a = a.step_bytes(step)
+        if bytes_a is None or bytes_a != b.step_bytes(step):
             break
         shared = step
         if step % 20_000 == 0 and cancelled is not None and cancelled():
@@ -151,24 +152,20 @@ def shared_start(a: Any, b: Any, cancelled: Callable[[], bool] | None = None) ->
 
 def summarize(run: Any, cancelled: Callable[[], bool] | None = None,
               progress: Callable[[int], None] | None = None, start: int = 1) -> Summaries:
-    """Every step of ``run`` from ``start`` read once, in order (waiting for a file's
-    index), reduced."""
+    """Every step of ``run`` from ``start`` read once, in order, reduced. A file still
+    being indexed is waited for; of one still being written, the steps it holds now."""
+    waiter = getattr(run, "wait", None)
+    if callable(waiter):
+        waiter()
     summaries = Summaries()
-    step = start
-    while True:
-        if step > run.step_count:
-            waiter = getattr(run, "wait_for", None)
-            if callable(waiter):
-                waiter(step)
-            if step > run.step_count:
-                return summaries
+    for step in range(start, run.step_count + 1):
         summaries.add(run.record(step))
         if step % 2000 == 0:
             if cancelled is not None and cancelled():
                 raise Cancelled
             if progress is not None:
                 progress(step)
-        step += 1
+    return summaries
 
 
 # -- the alignment ---------------------------------------------------------------------------

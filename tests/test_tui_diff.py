@@ -227,3 +227,22 @@ async def test_agentdbg_a_dash_dash_diff_b(tmp_path: Path, capsys) -> None:
         assert screen.result.alignment.counts()["only in B"] == 1
     assert debug.build_app(_main_parser().parse_args([str(runs), "--diff", str(tmp_path / "nope.jsonl:2")])) == 2
     assert "--diff" in capsys.readouterr().err
+
+
+async def test_a_run_being_written_is_compared_as_far_as_it_has_gone(tmp_path: Path) -> None:
+    from live_support import SlowWriter, until
+
+    path = tmp_path / "run.jsonl"
+    with SlowWriter(path) as writer:
+        writer.step(2)
+        app = DebuggerApp(open_document(path), save_breakpoints=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.session is not None and app.session.run.step_count == 2, what="step 2")
+            await press(pilot, "D")
+            await type_text(pilot, str(PLANS / "library_hallucinating.toml"))
+            await press(pilot, "enter")
+            await until(pilot, lambda: isinstance(app.screen, DiffScreen), what="the split view")
+            counts = app.screen.result.alignment.counts()
+            assert counts["equal"] == 2 and counts["only in B"] == 3
+            assert "as far as it has gone: 2 steps" in status(app)
+        writer.finish()

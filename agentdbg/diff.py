@@ -71,6 +71,8 @@ def action_key(record: StepRecord) -> str:
         args = _normal(record.args)
         if isinstance(args, dict) and len(args) == 1:
             args = next(iter(args.values()))
+        if args is None or args == {} or args == []:  # no arguments, however a format says so
+            args = ""
         shown = args if isinstance(args, str) else _dump(args)
         return f"{' '.join(record.tool.split()).casefold()}[{shown}]"
     if record.answer is not None:

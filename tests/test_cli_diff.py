@@ -305,3 +305,18 @@ def test_a_different_memory_update_is_named_and_shown(capsys, tmp_path) -> None:
     assert data["first_divergence"]["fields"] == ["memory"] and data["first_divergence"]["a_step"] == step
     code, out, _ = run_cli(capsys, "diff", a, b)
     assert "B: added something else entirely" in flat(out)
+
+
+def test_real_runs_saved_by_other_stacks(capsys, shared_fixtures) -> None:
+    fever = shared_fixtures / "react-paper" / "fever_runs_first100.txt"
+    code, data = diff_json(capsys, f"{fever}:1", f"{fever}:2")
+    assert code == 1 and data["differences"] == ["task", "answer"]
+    assert data["first_divergence"]["fields"][:3] == ["thought", "action", "observation"]
+    code, data = diff_json(capsys, f"{fever}:7", f"{fever}:7")
+    assert code == 0
+    swe = shared_fixtures / "swe-agent"
+    code, data = diff_json(capsys, swe / "sweagenttestrepo-1c2844.traj", swe / "function_calling_simple.traj")
+    # The same five commands, one recorded as text and one as tool calls: they align step for step,
+    # and `submit` is the same action whether its arguments are "" or {}.
+    assert code == 1 and [(row["a"], row["b"]) for row in data["rows"]] == [(n, n) for n in range(1, 6)]
+    assert "action" not in data["rows"][4]["fields"]

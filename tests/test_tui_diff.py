@@ -12,6 +12,7 @@ from agentdbg.documents import open_document
 from agentdbg.engine import events as ev
 from agentdbg.model.runs import Document, EventRun
 from agentdbg.plans import load_plan
+from agentdbg.trace.synthetic import synthetic_run
 from agentdbg.trace.writer import write_trace
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.screens.diff import AlignedTimeline, DiffScreen
@@ -79,6 +80,21 @@ async def test_one_cursor_moves_both_sides() -> None:
         assert "step 2 equal" in detail_b and "catalog[Il Gattopardo]" in detail_b
         await press(pilot, "j", "j")
         assert screen.row == 3 and side(app, "b").cursor.row == 3
+
+
+async def test_scrolling_one_side_scrolls_the_other(tmp_path: Path) -> None:
+    events = list(synthetic_run(200))
+    document = Document("long", "trace", [EventRun(events, "a"), EventRun(changed_observation(events, 150, "x"), "b")])
+    app = DebuggerApp(document, save_breakpoints=False, diff_with=(document, 1, False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_split(pilot)
+        assert screen.row == 149
+        top = round(side(app, "b").scroll_y)
+        assert top > 100 and round(side(app, "a").scroll_y) == top
+        side(app, "a").scroll_to(y=top - 20, animate=False)  # as the wheel over A does
+        await settle(pilot)
+        assert round(side(app, "a").scroll_y) < top
+        assert round(side(app, "b").scroll_y) == round(side(app, "a").scroll_y)
 
 
 async def test_next_and_previous_difference() -> None:

@@ -81,7 +81,14 @@ class AlignedTimeline(ScrollView, can_focus=True):
         self._digits = max(len(str(alignment.steps_a)), len(str(alignment.steps_b)), 2)
 
     def on_mount(self) -> None:
+        super().on_mount()
         set_virtual_size(self, Size(self.size.width, self.result.alignment.row_count))
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        screen = self.screen if self.is_attached else None
+        if isinstance(screen, DiffScreen):  # rows stay side by side (the mouse wheel moves one)
+            screen.scrolled(self, new_value)
 
     def on_resize(self) -> None:
         set_virtual_size(self, Size(self.size.width, self.result.alignment.row_count))
@@ -290,6 +297,11 @@ class DiffScreen(ModalScreen[int | None]):
             if result.run_fields:
                 text.append(f"; {differ_phrase(result.run_fields)}")
         return text
+
+    def scrolled(self, timeline: AlignedTimeline, y: float) -> None:
+        other = self.query_one(f"#diff-list-{'b' if timeline.side == 'a' else 'a'}", AlignedTimeline)
+        if other.display and round(other.scroll_y) != round(y):
+            other.scroll_to(y=y, animate=False, immediate=True, force=True)
 
     # --- the cursor ------------------------------------------------------------------------
     def move_to(self, index: int) -> None:

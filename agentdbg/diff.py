@@ -35,7 +35,7 @@ KINDS = (EQUAL, CHANGED, ONLY_A, ONLY_B)
 # Past this many steps on each side, SequenceMatcher's worst case (runs that loop on one
 # action) would be quadratic: its "popular item" heuristic is turned on to stay fast.
 EXACT_ALIGN_STEPS = 20_000
-FIELDS = ("thought", "action", "observation", "error", "answer", "guards", "memory", "approval", "raw")
+FIELDS = ("thought", "action", "observation", "error", "answer", "guards", "memory", "approval")
 RUN_FIELDS = ("task", "outcome", "answer", "verdict", "step count")  # a difference here makes runs differ
 NOTED_FIELDS = ("policy", "tools", "guard settings", "memory settings")  # shown, not counted
 _RUN_SUFFIX = re.compile(r"^(?P<path>.+):(?P<run>[0-9]+)$", re.S)
@@ -106,7 +106,8 @@ def step_fields(record: StepRecord) -> dict[str, Any]:
                    None if memory is None else [_normal(memory.added), _normal(memory.evicted),
                                                 _normal(memory.summary), _normal(memory.stored)]],
         "approval": None if record.approval is None else [record.approval.decision, _normal(record.approval.args)],
-        "raw": [_normal(event.note) for event in record.raw],
+        # (raw records are left out: what a stack saves beside a step, a system message or
+        # its own metadata, says how it was saved, not what the agent did)
     }
 
 

@@ -178,8 +178,6 @@ def field_text(record: StepRecord, name: str) -> str:
         return memory_change(record) or "(no memory change)"
     if name == "approval":
         return record.approval_text() or "(none)"
-    if name == "raw":
-        return "; ".join(f"{event.source}: {event.note}" for event in record.raw) or "(none)"
     return ""
 
 
@@ -350,12 +348,14 @@ def _row_line(result: RunDiff, row: Row, digits: int, width: int) -> Text:
     label_a, label_b = step_label(record_a), step_label(record_b)
     if row.kind == CHANGED:
         fields = differing_fields(record_a, record_b)
-        if "action" in fields:
-            text = f"{label_a} → {label_b}"
-        else:
-            text = label_a
         note = f"  ({', '.join(fields)})" if fields else ""
-        line.append(one_line(text, max(width - len(note), 10)))
+        room = max(width - len(note), 10)
+        if "action" in fields:  # both calls, each in half the room
+            half = max((room - 3) // 2, 5)
+            text = f"{one_line(label_a, half)} → {one_line(label_b, half)}"
+        else:
+            text = one_line(label_a, room)
+        line.append(text)
         line.append(note, style="yellow")
     else:
         line.append(one_line(label_a or label_b, width),

@@ -47,7 +47,7 @@ NARROW = 110  # below this many columns one side is shown at a time
 ROW_CACHE = 2048
 TEXT_CHARS = 20_000  # a step's text shown in the detail pane is cut beyond this
 LABEL_FIELDS = {"Thought": "thought", "Action": "action", "Observation": "observation", "Error": "error",
-                "Output": "error", "Final Answer": "answer", "Approval": "approval", "Raw": "raw",
+                "Output": "error", "Final Answer": "answer", "Approval": "approval",
                 "Guard": "guards"}
 
 

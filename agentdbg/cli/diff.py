@@ -350,9 +350,10 @@ def _row_line(result: RunDiff, row: Row, digits: int, width: int) -> Text:
         fields = differing_fields(record_a, record_b)
         note = f"  ({', '.join(fields)})" if fields else ""
         room = max(width - len(note), 10)
-        if "action" in fields:  # both calls, each in half the room
+        if "action" in fields:  # both calls: what one does not need, the other may use
             half = max((room - 3) // 2, 5)
-            text = f"{one_line(label_a, half)} → {one_line(label_b, half)}"
+            room_a = max(half, room - 3 - len(label_b))
+            text = f"{one_line(label_a, room_a)} → {one_line(label_b, max(room - 3 - min(len(label_a), room_a), 5))}"
         else:
             text = one_line(label_a, room)
         line.append(text)

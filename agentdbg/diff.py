@@ -35,6 +35,7 @@ KINDS = (EQUAL, CHANGED, ONLY_A, ONLY_B)
 # Past this many steps on each side, SequenceMatcher's worst case (runs that loop on one
 # action) would be quadratic: its "popular item" heuristic is turned on to stay fast.
 EXACT_ALIGN_STEPS = 20_000
+MAX_DEPTH = 64  # nesting of arguments compared
 FIELDS = ("thought", "action", "observation", "error", "answer", "guards", "memory", "approval")
 RUN_FIELDS = ("task", "outcome", "answer", "verdict", "step count")  # a difference here makes runs differ
 NOTED_FIELDS = ("policy", "tools", "guard settings", "memory settings")  # shown, not counted
@@ -48,14 +49,18 @@ class Cancelled(Exception):
 # -- one step, reduced ---------------------------------------------------------------------
 
 
-def _normal(value: Any) -> Any:
-    """A value as compared: strings with whitespace collapsed, mappings with sorted keys."""
+def _normal(value: Any, depth: int = 0) -> Any:
+    """A value as compared: strings with whitespace collapsed, mappings with sorted keys.
+    Nesting beyond ``MAX_DEPTH`` is compared as one mark (hostile arguments nested a
+    thousand deep must not exhaust the stack)."""
     if isinstance(value, str):
         return " ".join(value.split())
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list, tuple)):
+        return "(nested deeper)"
     if isinstance(value, dict):
-        return {str(key): _normal(value[key]) for key in sorted(value, key=str)}
+        return {str(key): _normal(value[key], depth + 1) for key in sorted(value, key=str)}
     if isinstance(value, (list, tuple)):
-        return [_normal(item) for item in value]
+        return [_normal(item, depth + 1) for item in value]
     return value
 
 

@@ -320,3 +320,17 @@ def test_real_runs_saved_by_other_stacks(capsys, shared_fixtures) -> None:
     # and `submit` is the same action whether its arguments are "" or {}.
     assert code == 1 and [(row["a"], row["b"]) for row in data["rows"]] == [(n, n) for n in range(1, 6)]
     assert "action" not in data["rows"][4]["fields"]
+
+
+def test_arguments_nested_hundreds_deep_are_compared_without_a_traceback(capsys, tmp_path) -> None:
+    good = trace_of(tmp_path, "good.jsonl", plan_events("library_good"))
+    deep = tmp_path / "deep.jsonl"
+    lines = good.read_text().splitlines()
+    index = next(i for i, line in enumerate(lines) if '"type":"action"' in line and '"step":1' in line)
+    lines[index] = '{"type":"action","step":1,"tool":"catalog","args":' + '{"x":' * 900 + "1" + "}" * 901
+    deep.write_text("\n".join(lines) + "\n")
+    code, out, err = run_cli(capsys, "diff", deep, good)
+    assert code == 1 and "Traceback" not in err
+    assert "(action)" in out
+    code, data = diff_json(capsys, deep, deep)
+    assert code == 0

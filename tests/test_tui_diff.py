@@ -4,6 +4,7 @@ previous difference, one side at a time when narrow, and pictures of it."""
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
 from test_tui_support import PLANS, pane_text, press, screen_text, settle, status, type_text
@@ -16,6 +17,7 @@ from agentdbg.trace.synthetic import synthetic_run
 from agentdbg.trace.writer import write_trace
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.screens.diff import AlignedTimeline, DiffScreen
+from agentdbg.tui.screens.help import HelpScreen, help_text
 
 
 def plan_events(name: str) -> list[ev.Event]:
@@ -141,6 +143,11 @@ async def test_enter_goes_to_the_step_and_esc_closes() -> None:
         assert app.session.cursor == 2
         await press(pilot, "D", "enter")
         await open_split(pilot)
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        assert "next difference: the first row of the next stretch" in help_plain()  # it lists these keys
+        await press(pilot, "escape")
+        assert isinstance(app.screen, DiffScreen)
         await press(pilot, "escape")
         assert not isinstance(app.screen, DiffScreen) and app.session.cursor == 2
 
@@ -211,6 +218,14 @@ async def test_hostile_names_and_texts_stay_literal() -> None:
         assert "[bold red]x[/]" in border  # the title is not read as markup
         assert "[bold red]x[/]" in shown and "\x1b" not in shown and "\u202e" not in shown
         assert screen.row == 0 and "observation" in str(screen.query_one("#diff-status").render())
+
+
+def help_plain() -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(help_text())
+    return console.export_text()
 
 
 def split_view(size: tuple[int, int], *keys: str):

@@ -81,6 +81,7 @@ DIFF_COMMANDS: tuple[Command, ...] = (
     Command("diff.last", "end", "last_row", "Last row", "the last row", "Diff", scope="diff"),
     Command("diff.side", "s", "other_side", "Other side", "a narrow terminal shows one run at a time: show the other", "Diff", True, scope="diff"),
     Command("diff.go", "enter", "go_there", "Go there", "close the split view at this step of A (the debugger's run)", "Diff", True, scope="diff"),
+    Command("diff.help", "question_mark", "help", "Help", "the help screen (every key)", "Diff", key_display="?", scope="diff"),
     Command("diff.close", "escape,D,q", "close", "Close", "close the split view", "Diff", True, "Esc", scope="diff"),
 )
 

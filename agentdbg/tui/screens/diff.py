@@ -388,6 +388,11 @@ class DiffScreen(ModalScreen[int | None]):
     def action_close(self) -> None:
         self.dismiss(None)
 
+    def action_help(self) -> None:
+        from agentdbg.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
 
 
 __all__ = ["AlignedTimeline", "DiffScreen", "StepDetail"]

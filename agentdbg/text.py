@@ -102,7 +102,7 @@ def _kept_joiner(text: str, index: int) -> bool:
     return unicodedata.category(before) in ("So", "Sk")
 
 
-def _shown(match: re.Match) -> str:
+def _shown(match: re.Match[str]) -> str:
     """What replaces one match of the unsafe patterns: nothing for a control sequence, the
     text itself where it is legitimate, else the invisible character made visible."""
     kind = match.lastgroup
@@ -164,7 +164,7 @@ def unsafe_parts(text: str) -> list[tuple[int, int, str]]:
     return parts
 
 
-def _json_escape(match: re.Match) -> str:
+def _json_escape(match: re.Match[str]) -> str:
     text = match.group()
     if match.lastgroup == "flag" or (match.lastgroup is None and _shown(match) == text):
         return text

@@ -10,7 +10,7 @@ honours ignore counts), for the step where a continue actually stops.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring, encode_basestring_ascii
 from pathlib import Path
@@ -75,10 +75,10 @@ class Breakpoint:
 
 def validate(kind: str, spec: Any) -> str:
     """The spec in its normal form; ValueError with a readable message when it is bad."""
-    spec = _normal_spec(kind, spec)
+    normal = _normal_spec(kind, spec)
     if kind == "filter":
-        parse_filter(spec)  # raises ValueError saying what and where
-    return spec
+        parse_filter(normal)  # raises ValueError saying what and where
+    return normal
 
 
 def _normal_spec(kind: str, spec: Any) -> str:
@@ -178,7 +178,7 @@ class BreakpointSet:
     def __len__(self) -> int:
         return len(self.breakpoints)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Breakpoint]:
         return iter(list(self.breakpoints))
 
     def __getitem__(self, index: int) -> Breakpoint:
@@ -238,7 +238,7 @@ class BreakpointSet:
                     bps = self._tools.get(flat(tool))  # a name as shown: calc<U+200B>
                 found.extend(b for b in bps or () if b.enabled)
         for bp in self._filters:
-            if bp.enabled and bp._filter.matches(record):
+            if bp.enabled and bp._filter is not None and bp._filter.matches(record):
                 found.append(bp)
         return found
 
@@ -270,7 +270,7 @@ class BreakpointSet:
         breakpoint that needs every step decoded (``~obs time.*out``, ``!~error``...)."""
         filter_tests = []
         for bp in self._filters:
-            if bp.enabled:
+            if bp.enabled and bp._filter is not None:
                 test = bp._filter.bytes_test()
                 if test is None:
                     return None
@@ -342,7 +342,8 @@ class BreakpointSet:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ValueError(f"{at}: {name!r} should be a whole number of 0 or more")
             try:
-                bp = result.add(entry.get("kind"), entry.get("spec"))
+                kind: Any = entry.get("kind")  # checked by add
+                bp = result.add(kind, entry.get("spec"))
             except ValueError as exc:
                 raise ValueError(f"{at}: {exc}") from None
             bp.enabled, bp.ignore, bp.hits = enabled, ignore, hits

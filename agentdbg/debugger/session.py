@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from agentdbg import regex
 from agentdbg.debugger import quick
@@ -109,7 +108,8 @@ class DebugSession:
         if not self.is_live or self.run.complete:
             return False
         before = self.run.step_count
-        self.run.advance()
+        if isinstance(self.run, Advancing):
+            self.run.advance()
         return self.run.step_count > before
 
     def _reach(self, step: int) -> None:
@@ -175,7 +175,7 @@ class DebugSession:
                     progress(step)
             if step > run.step_count and not self._advance_live():
                 break
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     step += 1
@@ -206,7 +206,7 @@ class DebugSession:
                     return None
                 if progress is not None and step % PROGRESS_EVERY == 0:
                     progress(step)
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     continue
@@ -241,7 +241,7 @@ class DebugSession:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
         if forward:
-            order: Any = range(origin + 1, count + 1)
+            order: Iterable[int] = range(origin + 1, count + 1)
             if wrap:
                 order = _chain(order, range(1, min(origin, count) + 1))
         else:
@@ -254,7 +254,7 @@ class DebugSession:
                     return None
                 if progress is not None and done % PROGRESS_EVERY == 0:
                     progress(step)
-            if may_contain is not None:
+            if step_bytes is not None and may_contain is not None:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     continue
@@ -288,6 +288,6 @@ def literal_reason(text: str) -> str | None:
     return None
 
 
-def _chain(*ranges: range):
+def _chain(*ranges: Iterable[int]) -> Iterator[int]:
     for r in ranges:
         yield from r

@@ -9,9 +9,9 @@ A ``Document`` is what was opened: one or more runs plus the problems found read
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun
@@ -36,7 +36,7 @@ class RunView(Protocol):
     def end(self) -> ev.RunEnd | None: ...
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         """Events before the first step: records that could not be placed in a step."""
 
     def record(self, step: int) -> StepRecord:
@@ -105,7 +105,7 @@ class EventRun:
         return self._run.end
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         return self._run.preamble
 
     def record(self, step: int) -> StepRecord:
@@ -215,7 +215,7 @@ class LiveRun:
         return self._view.end
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         return self._view.preamble
 
     def record(self, step: int) -> StepRecord:
@@ -234,7 +234,7 @@ class Document:
 
     path: str
     kind: str  # "plan", "trace", or an importer's format name
-    runs: list = field(default_factory=list)  # RunView objects
+    runs: Sequence[Any] = field(default_factory=list)  # RunView objects
     problems: list[Problem] = field(default_factory=list)
 
     def close(self) -> None:

@@ -30,9 +30,9 @@ class RunInfo:
     """The run's header: what ``run_start`` says."""
 
     task: str = ""
-    tools: tuple = ()  # tool specs: {"name", "description", "params", "dangerous"}
-    guards: dict = field(default_factory=dict)
-    memory: dict | None = None
+    tools: tuple[Any, ...] = ()  # tool specs: {"name", "description", "params", "dangerous"}
+    guards: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] | None = None
     policy: str = ""
     name: str = ""
     source: str = ""
@@ -59,7 +59,7 @@ class StepRecord:
     """Everything one step's events say, in one place."""
 
     step: int
-    events: tuple = ()
+    events: tuple[Any, ...] = ()
     thought: str = ""
     tool: str | None = None
     args: Any = None
@@ -73,20 +73,20 @@ class StepRecord:
     answer: str | None = None
     guards: ev.GuardCounters | None = None
     tripped: ev.GuardTripped | None = None
-    recalled: tuple = ()  # ({"text", "score"}, ...)
+    recalled: tuple[Any, ...] = ()  # ({"text", "score"}, ...)
     memory: ev.MemoryUpdate | None = None
-    raw: tuple = ()  # RawRecord events
+    raw: tuple[Any, ...] = ()  # RawRecord events
     end: ev.RunEnd | None = None
     approval: ev.Approval | None = None  # the decision on a dangerous call
     operation: ev.Operation | None = None  # a keyed call started
     key: str = ""  # the operation key of the call the observation answers
-    replayed: dict | None = None  # the observation is a recorded result: {"step", "run"?}
+    replayed: dict[str, Any] | None = None  # the observation is a recorded result: {"step", "run"?}
 
     @classmethod
     def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
         got: dict[str, Any] = {"events": tuple(events)}
         raw = []
-        recalled: list = []
+        recalled: list[Any] = []
         thoughts: list[str] = []
         updates: list[ev.MemoryUpdate] = []
         for event in got["events"]:
@@ -132,7 +132,9 @@ class StepRecord:
 
     @property
     def is_error(self) -> bool:
-        return self.error_kind is not None or self.parse_error is not None or self.observation_error
+        """The step went wrong: a tool error, unreadable output or an error observation (the
+        one definition the ``~error`` filter, the timeline and ``check`` all use)."""
+        return self.error_kind is not None or self.parse_error is not None or self.observation_error is True
 
     @property
     def is_repeat(self) -> bool:
@@ -235,7 +237,7 @@ def pause_text(event: ev.Paused) -> str:
     return f"the agent waited {waited:.1f} s here for the debugger{why}; {ended}"
 
 
-def _counted(counts: dict, key: str | None) -> dict:
+def _counted(counts: dict[str, Any], key: str | None) -> dict[str, Any]:
     if key is None:
         return counts
     return {**counts, key: counts.get(key, 0) + 1}
@@ -258,12 +260,12 @@ def _merge_updates(updates: list[ev.MemoryUpdate]) -> ev.MemoryUpdate:
     )
 
 
-def _evict(buffer: Iterable, evicted: list) -> list:
+def _evict(buffer: Iterable[Any], evicted: list[Any]) -> list[Any]:
     """``buffer`` without the first occurrence of each evicted turn, in one pass: a memory
     that evicts out of order still replays exactly, and a huge eviction stays linear."""
     if not evicted:
         return list(buffer)
-    left: dict = {}
+    left: dict[str, Any] = {}
     for turn in evicted:
         left[turn] = left.get(turn, 0) + 1
     kept = []
@@ -277,13 +279,13 @@ def _evict(buffer: Iterable, evicted: list) -> list:
 
 @dataclass(frozen=True)
 class MemoryState:
-    buffer: tuple = ()  # recent turns, oldest first
+    buffer: tuple[Any, ...] = ()  # recent turns, oldest first
     summary: str = ""
     semantic_size: int = 0
-    recalled: tuple = ()  # what recall brought back at this step
-    added: tuple = ()  # what changed at this step
-    evicted: tuple = ()
-    stored: tuple = ()
+    recalled: tuple[Any, ...] = ()  # what recall brought back at this step
+    added: tuple[Any, ...] = ()  # what changed at this step
+    evicted: tuple[Any, ...] = ()
+    stored: tuple[Any, ...] = ()
     summary_changed: bool = False
 
     def advance(self, record: StepRecord) -> MemoryState:
@@ -310,22 +312,22 @@ class RunState:
     """What the debugger shows at one step; ``advance`` gives the next step's state."""
 
     step: int = 0
-    steps: list = field(default_factory=lambda: [0, None])
-    repeats: list = field(default_factory=lambda: [0, None])
-    errors: list = field(default_factory=lambda: [0, None])
-    tokens: list = field(default_factory=lambda: [0, None])
+    steps: list[Any] = field(default_factory=lambda: [0, None])
+    repeats: list[Any] = field(default_factory=lambda: [0, None])
+    errors: list[Any] = field(default_factory=lambda: [0, None])
+    tokens: list[Any] = field(default_factory=lambda: [0, None])
     step_tokens: int = 0
-    tool_calls: dict = field(default_factory=dict)  # tool -> [calls, failures]
+    tool_calls: dict[str, Any] = field(default_factory=dict)  # tool -> [calls, failures]
     error_count: int = 0  # error steps so far (tool errors and parse errors)
     parse_errors: int = 0
     repeat_count: int = 0  # steps whose action repeated an earlier one
-    trips: tuple = ()  # (step, guard, message)
+    trips: tuple[Any, ...] = ()  # (step, guard, message)
     raw_count: int = 0
     memory: MemoryState = field(default_factory=MemoryState)
     answer: str | None = None
     outcome: str | None = None  # set once the run has ended
-    verdict: dict | None = None  # the grader's, once the run has ended with one (run_end.verdict)
-    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    verdict: dict[str, Any] | None = None  # the grader's, once the run has ended with one (run_end.verdict)
+    approvals: dict[str, Any] = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod
@@ -434,10 +436,11 @@ class RunState:
         if verdict is not None and (not isinstance(verdict, dict) or _check_verdict(verdict)):
             raise ValueError("checkpoint state is malformed: 'verdict' should be a grader's verdict or null")
         # The same shapes the memory events must have: the state's tiers are made of them.
-        m = data.get("memory")
+        memory = data.get("memory")
+        m: dict[str, Any] = memory if isinstance(memory, dict) else {}  # {}: said key by key below
         shapes = [(key, _check_texts) for key in ("buffer", "added", "evicted", "stored")] + [("recalled", _check_results)]
         for key, check in shapes:
-            value = m.get(key) if isinstance(m, dict) else None
+            value = m.get(key)
             problem = "should be a list" if not isinstance(value, list) else check(value)
             if problem:
                 raise ValueError(f"checkpoint state is malformed: memory {key!r} {problem}")
@@ -491,7 +494,7 @@ class Run:
     records: list[StepRecord]
     end: ev.RunEnd | None
     start: ev.RunStart | None = None
-    preamble: tuple = ()  # events before the first step (raw records of a run with no steps)
+    preamble: tuple[ev.Event, ...] = ()  # events before the first step (raw records of a run with no steps)
 
     @property
     def step_count(self) -> int:
@@ -565,21 +568,21 @@ class Tally:
     ``RunState.advance``), so folding a million steps copies nothing."""
 
     step: int = 0
-    steps: list = field(default_factory=lambda: [0, None])
-    repeats: list = field(default_factory=lambda: [0, None])
-    errors: list = field(default_factory=lambda: [0, None])
-    tokens: list = field(default_factory=lambda: [0, None])
+    steps: list[Any] = field(default_factory=lambda: [0, None])
+    repeats: list[Any] = field(default_factory=lambda: [0, None])
+    errors: list[Any] = field(default_factory=lambda: [0, None])
+    tokens: list[Any] = field(default_factory=lambda: [0, None])
     step_tokens: int = 0
-    tool_calls: dict = field(default_factory=dict)
+    tool_calls: dict[str, Any] = field(default_factory=dict)
     error_count: int = 0
     parse_errors: int = 0
     repeat_count: int = 0
-    trips: list = field(default_factory=list)
+    trips: list[Any] = field(default_factory=list)
     raw_count: int = 0
     answer: str | None = None
     outcome: str | None = None
-    verdict: dict | None = None  # the grader's, from run_end
-    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    verdict: dict[str, Any] | None = None  # the grader's, from run_end
+    approvals: dict[str, Any] = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod

@@ -31,7 +31,7 @@ def event_line(event: Event) -> str:
     return _json_line(event.to_dict())
 
 
-def _json_line(data: dict) -> str:
+def _json_line(data: dict[str, Any]) -> str:
     # Compact separators: readers find step boundaries by the exact bytes a line starts with.
     line = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
     if not line.isascii() and _SURROGATE.search(line):  # a lone surrogate cannot be UTF-8: escape it

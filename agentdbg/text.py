@@ -202,11 +202,17 @@ def one_line(text: str, limit: int | None = None) -> str:
     return flat
 
 
+def collapse_space(text: str) -> str:
+    """Every run of whitespace (newlines included) made one space, nothing else changed."""
+    return " ".join(text.split())
+
+
 def flat(text: Any, limit: int | None = None) -> str:
     """Sanitized text with every run of whitespace (newlines included) made one space,
-    cut to ``limit`` characters with ``…``: for status lines, titles and table cells."""
+    cut to ``limit`` characters with ``…``: for status lines, titles and table cells.
+    (``one_line`` instead shows where the lines broke.)"""
     text, cut = _head(text, limit)
-    collapsed = " ".join(sanitize(text).split())
+    collapsed = collapse_space(sanitize(text))
     if limit is not None and (cut or len(collapsed) > limit):
         return collapsed[: max(limit - 1, 0)] + "…"
     return collapsed

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from agentdbg import regex
 from agentdbg.debugger import quick
-from agentdbg.debugger.breakpoints import BreakpointSet, one_line
+from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
 from agentdbg.model.runs import Advancing, RawSteps, RunView
 from agentdbg.model.state import RunState, StepRecord
@@ -265,7 +265,7 @@ class DebugSession:
     def describe(self) -> str:
         """A short position line: "step 3 of 5" (and "so far" while more may come)."""
         more = "" if self.run.complete else " so far"
-        return one_line(f"step {self.cursor} of {self.run.step_count}{more}")
+        return as_reason(f"step {self.cursor} of {self.run.step_count}{more}")
 
 
 def search_pattern(text: str) -> regex.Pattern | None:

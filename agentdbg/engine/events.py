@@ -140,7 +140,9 @@ class StepError(Event):
     tool: str = ""
 
 
-ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy", "memory", "tokens")
+# The kinds of a step error; the first four are a tool's own failure (the call was made).
+TOOL_ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout")
+ERROR_KINDS = (*TOOL_ERROR_KINDS, "policy", "memory", "tokens")
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ from agentdbg.engine.memory_embedding import (
 from agentdbg.engine.memory_summary import (
     ExtractiveSummarizer,
     Summarizer,
-    one_line,
     summarize_memory,
     summarizer_name,
 )
+from agentdbg.text import collapse_space
 
 RECALL_QUERIES = ("last_turn", "task", "task_and_last_turn")
 SCORE_DIGITS = 4  # recall scores are written rounded, so events stay short and stable
@@ -309,7 +309,7 @@ def render_context(task_line: str, summary: str, recalled: Sequence[dict[str, An
         parts += [SUMMARY_HEADER, summary]
     if recalled:
         parts.append(RECALL_HEADER)
-        parts += [f"- {one_line(r['text'])}" for r in recalled]
+        parts += [f"- {collapse_space(r['text'])}" for r in recalled]
     if recent and (summary or recalled):
         parts.append(RECENT_HEADER)
     parts += recent

@@ -137,6 +137,17 @@ class StepRecord:
         return self.error_kind is not None or self.parse_error is not None or self.observation_error is True
 
     @property
+    def error_summary(self) -> str | None:
+        """What went wrong in an error step, in one phrase (None when ``is_error`` is not)."""
+        if self.parse_error is not None:
+            return f"parse error: {self.parse_error}"
+        if self.error_kind is not None:
+            return f"{self.error_kind}: {self.error}"
+        if self.observation_error is True:
+            return f"error observation: {self.observation}"
+        return None
+
+    @property
     def is_repeat(self) -> bool:
         """The action (or the same unreadable output) had been proposed before, in a row for
         the consecutive brake. An answer repeats nothing, whatever counter a source wrote."""
@@ -519,36 +530,51 @@ class Run:
         return self.state_at(len(self.records))
 
 
-def group_run(events: Iterable[ev.Event]) -> Run:
-    """Group one run's events into records. Events between the header and the first
-    ``step`` (other than ``run_end``) are kept as the run's ``preamble``."""
-    start: ev.RunStart | None = None
-    end: ev.RunEnd | None = None
-    records: list[StepRecord] = []
-    current: list[ev.Event] = []
-    number = 0
+class StepGrouper:
+    """Which events make which step, said once: a ``step`` event opens a step and every
+    event after it, until the next, belongs to it (``run_end`` too); a checkpoint is derived
+    state, part of no step; events before the first step (but ``run_end``) are the run's
+    preamble. Fed one event at a time, so a run can be grouped as it grows."""
 
-    def close() -> None:
-        if number > 0:
-            records.append(StepRecord.from_events(number, current))
+    def __init__(self) -> None:
+        self.start: ev.RunStart | None = None
+        self.end: ev.RunEnd | None = None
+        self.preamble: list[ev.Event] = []
+        self.step = 0  # the open step's number (0: none yet)
+        self.events: list[ev.Event] = []  # the open step's events so far
 
-    preamble: list[ev.Event] = []
-    for event in events:
+    def add(self, event: ev.Event) -> StepRecord | None:
+        """Take one more event; the record of the step it closes when it opens the next."""
         if isinstance(event, ev.RunStart):
-            start = event
-        elif isinstance(event, ev.StepStart):
-            close()
-            number, current = event.step, [event]
-        elif isinstance(event, ev.Checkpoint):
-            continue
-        else:
-            if isinstance(event, ev.RunEnd):
-                end = event
-            elif number == 0:
-                preamble.append(event)
-            current.append(event)
-    close()
-    return Run(RunInfo.from_event(start), records, end, start, tuple(preamble))
+            self.start = self.start or event  # a second run_start starts no run here
+            return None
+        if isinstance(event, ev.Checkpoint):
+            return None
+        if isinstance(event, ev.StepStart):
+            closed = self.open_record()
+            self.step, self.events = event.step, [event]
+            return closed
+        if isinstance(event, ev.RunEnd):
+            self.end = event
+        if self.step:
+            self.events.append(event)
+        elif not isinstance(event, ev.RunEnd):
+            self.preamble.append(event)
+        return None
+
+    def open_record(self) -> StepRecord | None:
+        """The open step as a record so far (more of its events may still come)."""
+        return StepRecord.from_events(self.step, self.events) if self.step else None
+
+
+def group_run(events: Iterable[ev.Event]) -> Run:
+    """Group one run's events into records (see ``StepGrouper``)."""
+    grouper = StepGrouper()
+    records = [record for event in events if (record := grouper.add(event)) is not None]
+    last = grouper.open_record()
+    if last is not None:
+        records.append(last)
+    return Run(RunInfo.from_event(grouper.start), records, grouper.end, grouper.start, tuple(grouper.preamble))
 
 
 def split_runs(events: Iterable[ev.Event]) -> list[list[ev.Event]]:

@@ -11,10 +11,18 @@ from agentdbg.engine.events import SCHEMA_VERSION, Event
 
 FORMAT_NAME = "agentdbg-trace"
 FORMAT_VERSION = SCHEMA_VERSION
-HEADER_PREFIX = b'{"type":"header","format":"agentdbg-trace"'
-STEP_PREFIX = b'{"type":"step",'
-RUN_START_PREFIX = b'{"type":"run_start",'
-CHECKPOINT_PREFIX = b'{"type":"checkpoint",'
+
+
+def line_prefix(kind: str) -> bytes:
+    """The bytes every trace line of event ``kind`` starts with (the writer's compact JSON
+    puts ``type`` first): readers tell lines apart by them without decoding."""
+    return b'{"type":"' + kind.encode("ascii") + b'",'
+
+
+HEADER_PREFIX = line_prefix("header") + b'"format":"agentdbg-trace"'
+STEP_PREFIX = line_prefix("step")
+RUN_START_PREFIX = line_prefix("run_start")
+CHECKPOINT_PREFIX = line_prefix("checkpoint")
 CHECKPOINT_EVERY = 64  # steps between checkpoints: any step's state folds at most 63 steps
 
 

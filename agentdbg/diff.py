@@ -26,9 +26,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdbg.model.outcome import run_outcome
 from agentdbg.model.runs import RawSteps
 from agentdbg.model.state import RunState, StepRecord
-from agentdbg.text import one_line
+from agentdbg.text import one_line, plural
 
 EQUAL, CHANGED, ONLY_A, ONLY_B = "equal", "changed", "only in A", "only in B"
 KINDS = (EQUAL, CHANGED, ONLY_A, ONLY_B)
@@ -374,11 +375,9 @@ def differing_fields(a: StepRecord | None, b: StepRecord | None) -> list[str]:
     return [name for name in FIELDS if fields_a[name] != fields_b[name]]
 
 
-def _outcome(run: Any) -> tuple[str | None, str | None, dict | None]:
+def _outcome(run: Any) -> tuple[str, str | None, dict | None]:
     end = run.end
-    if end is None:
-        return ("incomplete" if run.complete else "running"), None, None
-    return end.outcome, end.answer, end.verdict
+    return run_outcome(run), None if end is None else end.answer, None if end is None else end.verdict
 
 
 def run_differences(a: Any, b: Any) -> tuple[list[str], list[str]]:
@@ -486,10 +485,6 @@ def _pair(pair: Any) -> str:
     return one_line(str(pair), 40)
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-
-
 def state_lines(state: RunState) -> dict[str, str]:
     """The derived state compared where runs part: guard counters, what went wrong so far,
     memory tiers (one safe line each)."""
@@ -497,10 +492,10 @@ def state_lines(state: RunState) -> dict[str, str]:
     return {
         "counters": (f"step {_pair(state.steps)} · repeats {_pair(state.repeats)} · "
                      f"errors {_pair(state.errors)} · tokens {_pair(state.tokens)}"),
-        "so far": (f"{_plural(state.error_count, 'error step')} · {_plural(state.repeat_count, 'repeat')} · "
-                   f"{_plural(len(state.trips), 'guard trip')}"),
-        "memory": (f"{_plural(len(memory.buffer), 'turn')} buffered · summary "
-                   f"{one_line(memory.summary, 60) or '(none)'} · {_plural(memory.semantic_size, 'item')} stored"),
+        "so far": (f"{plural(state.error_count, 'error step')} · {plural(state.repeat_count, 'repeat')} · "
+                   f"{plural(len(state.trips), 'guard trip')}"),
+        "memory": (f"{plural(len(memory.buffer), 'turn')} buffered · summary "
+                   f"{one_line(memory.summary, 60) or '(none)'} · {plural(memory.semantic_size, 'item')} stored"),
     }
 
 

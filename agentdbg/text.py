@@ -227,3 +227,8 @@ def shorten(text: str, limit: int) -> str:
         return clean
     more = len(text) - len(head) + len(clean) - limit if cut else len(clean) - limit
     return f"{clean[:limit]}… [{max(more, 1):,} more characters]"
+
+
+def plural(count: int, word: str) -> str:
+    """``1 step``, ``2,000 steps``."""
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"

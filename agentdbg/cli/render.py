@@ -29,7 +29,7 @@ from agentdbg.model.outcome import VERDICT_STYLES as VERDICT_STYLES
 from agentdbg.model.outcome import outcome_style, run_outcome, run_verdict, verdict_style
 from agentdbg.model.runs import Document, Indexing, Problem
 from agentdbg.model.state import RunInfo, RunState, StepRecord
-from agentdbg.text import escape_json, one_line, sanitize, shorten
+from agentdbg.text import escape_json, one_line, plural, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
 TEXT_CHARS = 100_000  # a text in human output is cut beyond this (--json has all of it)
@@ -178,10 +178,6 @@ def wait_for_step(run: Any, step: int) -> None:
 
 def verdict_dict(verdict: Verdict | None) -> dict[str, Any] | None:
     return None if verdict is None else verdict.to_dict()
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
 def print_problems(problems: list, path: str, command: str, file: TextIO | None = None) -> None:

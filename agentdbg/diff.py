@@ -522,3 +522,40 @@ def memory_change(record: StepRecord, limit: int = 300) -> str:
         if update.summary is not None:
             parts.append("summary " + one_line(str(update.summary), 120))
     return one_line("; ".join(parts), limit)
+
+
+def counters_text(record: StepRecord) -> str:
+    """The step's guard counters as written (what the ``guards`` field is compared from,
+    with the cumulative ones beside it)."""
+    guards = record.guards
+    if guards is None:
+        return ""
+    return one_line(f"repeats {guards.repeats[0]} · errors {guards.errors[0]} · step {guards.steps[0]} · "
+                    f"tokens {guards.tokens[0]} (+{guards.step_tokens})", 200)
+
+
+def field_text(record: StepRecord, name: str) -> str:
+    """What field ``name`` (one of ``FIELDS``) of a step says, for a person: its text as
+    recorded, not the compared form (not made safe to show: callers do that)."""
+    if name == "thought":
+        return record.thought
+    if name == "action":
+        return record.call or (record.tool or "(none)")
+    if name == "observation":
+        if record.observation is None:
+            return "(none)"
+        return ("(error) " if record.observation_error else "") + record.observation
+    if name == "error":
+        if record.parse_error is not None:
+            return f"parse error: {record.parse_error}"
+        return f"{record.error_kind}: {record.error}" if record.error_kind is not None else "(none)"
+    if name == "answer":
+        return "(none)" if record.answer is None else record.answer
+    if name == "guards":
+        tripped = f"; tripped {record.tripped.guard}: {record.tripped.message}" if record.tripped is not None else ""
+        return (counters_text(record) or "(no counters)") + tripped
+    if name == "memory":
+        return memory_change(record) or "(no memory change)"
+    if name == "approval":
+        return record.approval_text() or "(none)"
+    raise ValueError(f"no field {name!r}")

@@ -28,12 +28,11 @@ from agentdbg.diff import (
     compare,
     differ_phrase,
     differing_fields,
-    memory_change,
+    field_text,
     split_run,
     state_lines,
     step_label,
 )
-from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 
 SIGNS = {EQUAL: "=", CHANGED: "~", ONLY_A: "-", ONLY_B: "+"}
@@ -153,32 +152,6 @@ def _side_line(letter: str, document, number: int, run, width: int) -> Text:
         line.append(one_line(end.answer, 80), style="bold")
     line.append(f"  ({one_line(document.path, 200)}, {one_line(document.kind, 40)})", style="dim")
     return line
-
-
-def field_text(record: StepRecord, name: str) -> str:
-    """What field ``name`` of a step says, for a person (raw text, not the compared form)."""
-    if name == "thought":
-        return record.thought
-    if name == "action":
-        return record.call or (record.tool or "(none)")
-    if name == "observation":
-        if record.observation is None:
-            return "(none)"
-        return ("(error) " if record.observation_error else "") + record.observation
-    if name == "error":
-        if record.parse_error is not None:
-            return f"parse error: {record.parse_error}"
-        return f"{record.error_kind}: {record.error}" if record.error_kind is not None else "(none)"
-    if name == "answer":
-        return "(none)" if record.answer is None else record.answer
-    if name == "guards":
-        tripped = f"; tripped {record.tripped.guard}: {record.tripped.message}" if record.tripped is not None else ""
-        return (render.counters_line(record) or "(no counters)") + tripped
-    if name == "memory":
-        return memory_change(record) or "(no memory change)"
-    if name == "approval":
-        return record.approval_text() or "(none)"
-    return ""
 
 
 def divergence_dict(result: RunDiff, row: Row) -> dict[str, Any]:

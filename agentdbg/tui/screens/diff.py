@@ -33,22 +33,22 @@ from agentdbg.diff import (
     RunDiff,
     differ_phrase,
     differing_fields,
-    memory_change,
+    field_text,
     state_lines,
     step_label,
 )
-from agentdbg.model.state import StepRecord
 from agentdbg.tui import commands
 from agentdbg.tui.safe import clipped, one_line, plain
 from agentdbg.tui.widgets.lines import LinePane, Paragraph, set_virtual_size
 
 SIGNS = {EQUAL: "=", CHANGED: "~", ONLY_A: "-", ONLY_B: "+"}
+KIND_STYLES = {EQUAL: "dim", CHANGED: "bold yellow", ONLY_A: "bold red", ONLY_B: "bold green"}
 NARROW = 110  # below this many columns one side is shown at a time
 ROW_CACHE = 2048
 TEXT_CHARS = 20_000  # a step's text shown in the detail pane is cut beyond this
 LABEL_FIELDS = {"Thought": "thought", "Action": "action", "Observation": "observation", "Error": "error",
-                "Output": "error", "Final Answer": "answer", "Approval": "approval",
-                "Guard": "guards"}
+                "Final Answer": "answer", "Approval": "approval"}
+ALWAYS_SHOWN = ("error", "guards", "memory")  # a line of their own when they have something to say
 
 
 @dataclass
@@ -195,22 +195,27 @@ class StepDetail(LinePane, can_focus=False):
                             f"has no counterpart ({letter} is after step {at})", style="italic"))
         else:
             title = Text(f"step {mine.step}", style="bold")
-            title.append(f"  {row.kind}", style={EQUAL: "dim", CHANGED: "bold yellow"}.get(row.kind, "bold red"
-                                                                                          if row.kind == ONLY_A else "bold green"))
+            title.append(f"  {row.kind}", style=KIND_STYLES[row.kind])
             out.append(title)
+            shown = set()
             for label, text in mine.transcript():
                 field = LABEL_FIELDS.get(label)
                 marked = field in differing
+                shown.add(field)
                 head = Text(("≠ " if marked else "  ") + label + ": ", style="bold yellow" if marked else "bold")
                 head.append_text(plain(clipped(text, TEXT_CHARS)))
                 out.append((len(label) + 4, head))
-            if mine.parse_error is not None:
-                out.append((9, Text.assemble(("  Error: ", "bold red"), plain(one_line(mine.parse_error, 500)))))
-            for field, line in (("guards", _counters(mine)), ("memory", memory_change(mine))):
-                if line:
-                    marked = field in differing
-                    out.append((10, Text.assemble((("≠ " if marked else "  ") + f"{field}: ",
-                                                   "bold yellow" if marked else "dim"), plain(line))))
+            for field in FIELDS:  # what differs without a line of the transcript of its own
+                always = field in ALWAYS_SHOWN
+                if field in shown or not (always or field in differing):
+                    continue
+                text = field_text(mine, field)
+                if field not in differing and text.startswith("(no"):
+                    continue
+                marked = field in differing
+                out.append((len(field) + 4, Text.assemble((("≠ " if marked else "  ") + f"{field}: ",
+                                                           "bold yellow" if marked else "dim"),
+                                                          plain(clipped(text, TEXT_CHARS)))))
             if row.kind == CHANGED and differing and other is not None:
                 out.append(Text("differs: " + ", ".join(name for name in FIELDS if name in differing),
                                 style="yellow"))
@@ -224,14 +229,6 @@ class StepDetail(LinePane, can_focus=False):
             out.append((12, Text.assemble((("≠ " if marked else "  ") + f"{name}: ", "bold yellow" if marked else "dim"),
                                           plain(line))))
         return out
-
-
-def _counters(record: StepRecord) -> str:
-    guards = record.guards
-    if guards is None:
-        return ""
-    return (f"repeats {guards.repeats[0]} · errors {guards.errors[0]} · step {guards.steps[0]} · "
-            f"tokens {guards.tokens[0]} (+{guards.step_tokens})")
 
 
 class DiffScreen(ModalScreen[int | None]):
@@ -334,7 +331,7 @@ class DiffScreen(ModalScreen[int | None]):
         where = f"row {row.index + 1:,}/{alignment.row_count:,}"
         sides = f"A {row.a if row.a is not None else '—'} · B {row.b if row.b is not None else '—'}"
         text = Text(f"{where} · {sides} · ")
-        text.append(row.kind, style={EQUAL: "", CHANGED: "bold yellow", ONLY_A: "bold red", ONLY_B: "bold green"}[row.kind])
+        text.append(row.kind, style=KIND_STYLES[row.kind])
         if row.kind == CHANGED:
             text.append(f" ({', '.join(differing_fields(*self.result.records(row)))})", style="yellow")
         hunks = len(alignment.hunks)

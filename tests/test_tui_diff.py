@@ -277,3 +277,25 @@ async def test_a_run_being_written_is_compared_as_far_as_it_has_gone(tmp_path: P
             assert counts["equal"] == 2 and counts["only in B"] == 3
             assert "as far as it has gone: 2 steps" in status(app)
         writer.finish()
+
+
+async def test_a_parse_error_against_an_action_shows_what_went_wrong() -> None:
+    good = plan_events("library_good")
+    broken = []
+    for event in good:
+        if event.step == 2 and isinstance(event, (ev.ActionTaken, ev.Observation)):
+            if isinstance(event, ev.ActionTaken):
+                broken.append(ev.ParseFailed(2, "no Action line in the output", "I think [red]so[/]"))
+            continue
+        broken.append(event)
+    document = Document("parse", "trace", [EventRun(good, "good"), EventRun(broken, "broken")])
+    app = DebuggerApp(document, save_breakpoints=False, diff_with=(document, 1, False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await open_split(pilot)
+        assert screen.row == 1
+        detail_b = pane_text(screen, "diff-detail-b")
+        assert "≠ error: parse error: no Action line in the output" in detail_b
+        assert "Output: I think [red]so[/]" in detail_b
+        assert "≠ Action: loans[Il Gattopardo]" in pane_text(screen, "diff-detail-a")
+        assert "loans[Il Gattopardo]" in side(app, "a").row_text(1)
+        assert "parse error: no Action line" in side(app, "b").row_text(1)

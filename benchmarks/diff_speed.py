@@ -14,8 +14,9 @@ process, times:
   fork       ``compare`` of A and F: the steps they share byte for byte are compared
              as bytes, not decoded
 
-and prints the median wall time of each, the ratio to the baseline, and the bytes the
-alignment keeps per step. No assertion: figures to watch.
+and prints the median wall time of each and the ratio to the baseline. Then, each in a
+process of its own, the peak memory (RSS) of ``agentdbg diff A B --json`` against
+``agentdbg show B --json`` (which streams one run). No assertion: figures to watch.
 
     python benchmarks/diff_speed.py [STEPS] [--rounds N]
 """
@@ -28,6 +29,7 @@ import dataclasses
 import io
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -118,6 +120,18 @@ def main_() -> None:
         print(f"  {name:<9} {median:7.2f} s   {median / base:5.2f}x baseline   "
               f"{2 * args.steps / median:>10,.0f} steps/s")
     print(f"  segments kept: {diff(a, b)}; the alignment keeps 16 bytes a step (two 8-byte digests) while it is made")
+    show_rss = peak_rss(["show", str(b), "--json"])
+    diff_rss = peak_rss(["diff", str(a), str(b), "--json"])
+    print(f"  peak RSS: agentdbg diff A B --json {diff_rss:.0f} MB, agentdbg show B --json {show_rss:.0f} MB "
+          f"({diff_rss / show_rss:.2f}x)")
+
+
+def peak_rss(argv: list[str]) -> float:
+    """Peak resident memory (MB) of ``agentdbg ARGV`` run in a process of its own."""
+    code = ("import resource, sys; from agentdbg.cli import main; sys.stdout = open('/dev/null', 'w'); "
+            f"main({argv!r}); sys.stderr.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(done.stderr.strip().splitlines()[-1]) / 1024
 
 
 if __name__ == "__main__":

@@ -334,3 +334,15 @@ def test_arguments_nested_hundreds_deep_are_compared_without_a_traceback(capsys,
     assert "(action)" in out
     code, data = diff_json(capsys, deep, deep)
     assert code == 0
+
+
+def test_a_long_comparison_can_be_cancelled_and_reports_progress() -> None:
+    from agentdbg.diff import Cancelled, compare
+    from agentdbg.model.runs import EventRun
+
+    run = EventRun(list(synthetic_run(4500)))
+    seen = []
+    result = compare(run, run, progress=lambda side, step: seen.append((side, step)))
+    assert result.identical and seen == [("A", 2000), ("A", 4000), ("B", 2000), ("B", 4000)]
+    with pytest.raises(Cancelled):
+        compare(run, run, cancelled=lambda: True)

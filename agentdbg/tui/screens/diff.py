@@ -37,6 +37,8 @@ from agentdbg.diff import (
     state_lines,
     step_label,
 )
+from agentdbg.model.outcome import run_outcome
+from agentdbg.text import plural
 from agentdbg.tui import commands
 from agentdbg.tui.safe import clipped, one_line, plain
 from agentdbg.tui.widgets.lines import LinePane, Paragraph, set_virtual_size
@@ -231,6 +233,13 @@ class StepDetail(LinePane, can_focus=False):
         return out
 
 
+def run_summary(run) -> str:
+    """``5 steps · answered: 2``: how long a run is and how it ended, on one line."""
+    end = run.end
+    answer = f": {one_line(end.answer, 40)}" if end is not None and end.answer is not None else ""
+    return f"{plural(run.step_count, 'step')} · {one_line(run_outcome(run), 40)}{answer}"
+
+
 class DiffScreen(ModalScreen[int | None]):
     """Two runs side by side; dismissed with the step of A to go to (or None)."""
 
@@ -261,6 +270,8 @@ class DiffScreen(ModalScreen[int | None]):
         for side, label in zip("ab", self.labels, strict=True):
             # (a title given as a string would be read as markup: a run's name is untrusted)
             self.query_one(f"#diff-list-{side}").border_title = Text(f"{side.upper()}: {one_line(label, 60)}")
+            run = self.result.a if side == "a" else self.result.b
+            self.query_one(f"#diff-list-{side}").border_subtitle = Text(run_summary(run))
             self.query_one(f"#diff-detail-{side}").border_title = f"{side.upper()} at the cursor"
         self.query_one("#diff-list-a").focus()
         self._layout(self.size.width)

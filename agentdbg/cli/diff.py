@@ -125,8 +125,17 @@ def _run_tui(side_a, side_b, opened: dict[str, Any]) -> int:
     document_b, _, number_b = side_b
     app = DebuggerApp(document_a, run_index=number_a - 1,
                       diff_with=(document_b, number_b - 1, document_b is not document_a))
-    app.run()
-    return app.return_code or 0
+    # The screen is the app's: the streams this command's messages pass through are not.
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = getattr(sys.stdout, "stream", sys.stdout), getattr(sys.stderr, "stream", sys.stderr)
+    try:
+        app.run()
+    finally:
+        sys.stdout, sys.stderr = saved
+    code = app.return_code or 0
+    if code:  # the traceback is printed above by the app as it closes
+        print(f"agentdbg diff: the debugger stopped on an internal error (exit status {code})", file=sys.stderr)
+    return code
 
 
 # -- describing a run and a step ----------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import time
 from pathlib import Path
 
 from test_tui_support import PLANS, pane_text, press, screen_text, settle, status, type_text
@@ -299,3 +300,27 @@ async def test_a_parse_error_against_an_action_shows_what_went_wrong() -> None:
         assert "≠ Action: loans[Il Gattopardo]" in pane_text(screen, "diff-detail-a")
         assert "loans[Il Gattopardo]" in side(app, "a").row_text(1)
         assert "parse error: no Action line" in side(app, "b").row_text(1)
+
+
+class SlowRun(EventRun):
+    """A run whose steps take a millisecond each to read (a long file on a slow disk)."""
+
+    def record(self, step: int):
+        time.sleep(0.001)
+        return super().record(step)
+
+
+async def test_esc_cancels_a_long_comparison() -> None:
+    events = list(synthetic_run(5_000))
+    document = Document("long", "trace", [SlowRun(events, "a"), SlowRun(events, "b")])
+    app = DebuggerApp(document, save_breakpoints=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "D")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.busy == "diff"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, DiffScreen)
+        assert status(app) == "diff cancelled" and app.busy is None

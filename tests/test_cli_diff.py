@@ -346,3 +346,12 @@ def test_a_long_comparison_can_be_cancelled_and_reports_progress() -> None:
     assert result.identical and seen == [("A", 2000), ("A", 4000), ("B", 2000), ("B", 4000)]
     with pytest.raises(Cancelled):
         compare(run, run, cancelled=lambda: True)
+
+
+def test_runs_without_steps(capsys, tmp_path) -> None:
+    empty = trace_of(tmp_path, "empty.jsonl", [ev.RunStart(0, "a task"), ev.RunEnd(0, "incomplete")])
+    code, out, _ = run_cli(capsys, "diff", empty, empty)
+    assert code == 0 and "the runs are the same: neither has a step" in out
+    code, data = diff_json(capsys, empty, PLANS / "library_good.toml")
+    assert code == 1 and data["counts"]["only in B"] == 4
+    assert data["differences"] == ["task", "outcome", "answer", "verdict", "step count"]

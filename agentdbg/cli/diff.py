@@ -216,7 +216,8 @@ def _print_human(result: RunDiff, side_a, side_b, args: argparse.Namespace) -> N
     summary = Text()
     if result.identical:
         summary.append("the runs are the same", style="bold green")
-        summary.append(f": {render.plural(alignment.row_count, 'step')} equal")
+        summary.append(f": {render.plural(alignment.row_count, 'step')} equal" if alignment.row_count
+                       else ": neither has a step")
     else:
         summary.append("the runs differ", style="bold red")
         parts = [f"{counts[kind]:,} {kind}" for kind in (EQUAL, CHANGED, ONLY_A, ONLY_B) if counts[kind]]

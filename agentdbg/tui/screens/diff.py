@@ -298,7 +298,7 @@ class DiffScreen(ModalScreen[int | None]):
         text = Text()
         if result.identical:
             text.append("the runs are the same", style="bold green")
-            text.append(f": {counts[EQUAL]:,} equal steps")
+            text.append(f": {plural(counts[EQUAL], 'step')} equal" if counts[EQUAL] else ": neither has a step")
         else:
             text.append("the runs differ", style="bold red")
             text.append(": " + ", ".join(f"{counts[k]:,} {k}" for k in (EQUAL, CHANGED, ONLY_A, ONLY_B) if counts[k]))

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from test_cli_support import run_guarded
 
+from agentdbg.alignment import CHANGED, EQUAL, ONLY_A, ONLY_B, Summaries, align
 from agentdbg.cli import main
-from agentdbg.diff import CHANGED, EQUAL, ONLY_A, ONLY_B, Summaries, align, split_run
+from agentdbg.diff import split_run
 from agentdbg.engine import events as ev
 from agentdbg.plans import load_plan
 from agentdbg.trace import format as fmt

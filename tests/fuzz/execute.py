@@ -43,6 +43,7 @@ COMMANDS: dict[str, list[str]] = {
     "stats --json": ["stats", "{file}", "--json"],
     "check": ["check", "{file}", "--fail-on", "error,repeat,budget"],
     "convert": ["convert", "{file}", "-o", "converted.jsonl"],
+    "diff": ["diff", "{file}", "{file}"],
 }
 
 _report_fd: int | None = None  # in a child: where it reports to the worker

@@ -118,6 +118,14 @@ class Filter:
         needed to tell."""
         return quick.may_be_eventful if self.eventful else None
 
+    def block_test(self) -> quick.BlockTest | None:
+        """The same test over a block of a trace file's steps (``agentdbg.trace.scan``):
+        (block) -> the steps that may match; None when the decoded steps are needed."""
+        if self.eventful:
+            return quick.eventful_block_test
+        test = self.bytes_test()
+        return None if test is None else quick.per_step_block_test(test)
+
     def __str__(self) -> str:
         return self.code
 
@@ -264,6 +272,9 @@ class _Arg(Filter):
 class _Regex(_Arg):
     arg = "REGEX"
     field: ClassVar[str] = ""
+    # The field can show what the step's lines do not hold (a call made from its tool and
+    # arguments, arguments shown as JSON, the transcript's texts made up when shown).
+    made_up: ClassVar[bool] = False
 
     def __init__(self, argument: str):
         super().__init__(argument)
@@ -273,8 +284,11 @@ class _Regex(_Arg):
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self):
-        may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument))
+        may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument), self.made_up)
         return None if may_contain is None else (lambda step, data: may_contain(data))
+
+    def block_test(self):
+        return quick.word_block_test(self.argument, regex.has_upper(self.argument), self.made_up)
 
 
 class FTool(_Arg):
@@ -292,6 +306,9 @@ class FTool(_Arg):
 
     def bytes_test(self):
         return None if self.pattern is not None else quick.may_name([self.argument])
+
+    def block_test(self):
+        return None if self.pattern is not None else quick.name_block_test([self.argument])
 
     def _matches(self, record):
         tool = record.tool
@@ -354,12 +371,14 @@ class FThought(_Regex):
 
 class FAction(_Regex):
     code = "~action"
+    made_up = True
     help = "the action as written matches (e.g. calc[5 - 3])"
     field = "call"
 
 
 class FArgs(_Regex):
     code = "~args"
+    made_up = True
     help = "the action's arguments (as text or JSON) match"
     field = "args"
 
@@ -372,6 +391,7 @@ class FAnswer(_Regex):
 
 class FText(_Regex):
     code = "~text"
+    made_up = True
     help = "anywhere in the step's text: thought, action, output, observation, answer"
 
     def _matches(self, record):
@@ -422,6 +442,10 @@ class FStep(_Compare):
     def bytes_test(self):
         test = self.test
         return lambda step, data: test(step)
+
+    def block_test(self):
+        test = self.test
+        return lambda block: {step for step in range(block.first, block.last + 1) if test(step)}
 
 
 class FTokens(_Compare):
@@ -474,6 +498,12 @@ class And(Filter):
             return None
         return lambda step, data: all(test(step, data) for test in tests)
 
+    def block_test(self):
+        tests = [t for t in (part.block_test() for part in self.parts) if t is not None]
+        if not tests:
+            return None
+        return lambda block: set.intersection(*(test(block) for test in tests))
+
     def __str__(self) -> str:
         return " & ".join(_group(p) for p in self.parts)
 
@@ -490,6 +520,12 @@ class Or(Filter):
         if any(test is None for test in tests):
             return None
         return lambda step, data: any(test(step, data) for test in tests)
+
+    def block_test(self):
+        tests = [part.block_test() for part in self.parts]
+        if any(test is None for test in tests):
+            return None
+        return lambda block: set().union(*(test(block) for test in tests))
 
     def __str__(self) -> str:
         return " | ".join(_group(p) for p in self.parts)

@@ -249,7 +249,9 @@ class DebugSession:
                     return None
                 if progress is not None:
                     progress(block.first if forward else block.last)
-                for step in sorted(may_stop(block), reverse=not forward):
+                for done, step in enumerate(sorted(may_stop(block), reverse=not forward), 1):
+                    if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+                        return None  # (a block may hold thousands of steps to decode)
                     reasons = register(run.record(step))
                     if reasons:
                         self.cursor = step
@@ -332,7 +334,9 @@ class DebugSession:
                     return None
                 if progress is not None:
                     progress(block.first if forward else block.last)
-                for step in sorted(may_match(block), reverse=not forward):
+                for done, step in enumerate(sorted(may_match(block), reverse=not forward), 1):
+                    if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+                        return None
                     if pattern.found(transcript_text(self.run.record(step))):
                         return step
         return None

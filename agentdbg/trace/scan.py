@@ -32,6 +32,7 @@ from operator import sub
 
 from agentdbg.state import StepRecord, Tally
 from agentdbg.trace import tally
+from agentdbg.trace.format import CHECKPOINT_PREFIX
 from agentdbg.trace.tally import (
     _COUNTER,
     _FLAT_OBJECT,
@@ -71,7 +72,8 @@ _PLAIN_STEP = (rb'\{"type":"step","step":' + _INT + rb"\}\n(?:" + _OTHER_LINE + 
 PLAIN_STEPS = rb"(?:" + _PLAIN_STEP + rb")*"
 # Every line of a step carries the number its step line gives (checkpoints: the step they
 # follow, the same number). Python's engine, for the back-reference; linear all the same.
-_SAME_NUMBER = re.compile(rb'(?:\{"type":"step","step":([0-9]+)\}\n(?:\{"type":"[a-z_]+","step":\1[,}][^\n]*\n)*)*')
+# (Possessive repeats: nothing to backtrack into, so nothing is saved for it.)
+_SAME_NUMBER = re.compile(rb'(?:\{"type":"step","step":([0-9]+)\}\n(?:\{"type":"[a-z_]+","step":\1[,}][^\n]*+\n)*+)*+')
 
 
 # Steps whose transcript is their lines' texts as written (no approval, replay, operation,
@@ -194,7 +196,8 @@ class Block:
 
     def steps_matching(self, search: Callable[[bytes, int, int], object]) -> set[int]:
         """Steps where ``search(data, pos, endpos)`` (a compiled pattern's ``search``) finds
-        something; each step is looked at once."""
+        something outside checkpoint lines (never part of a step's record); each step is
+        looked at once."""
         found = set()
         data, stop = self.data, len(self.data)
         at = 0
@@ -202,7 +205,12 @@ class Block:
             match = search(data, at, stop)
             if match is None:
                 break
-            step = self.step_at(match.start())
+            where = match.start()
+            if data.startswith(CHECKPOINT_PREFIX, data.rfind(b"\n", 0, where) + 1):
+                line_end = data.find(b"\n", where)
+                at = stop if line_end < 0 else line_end + 1
+                continue
+            step = self.step_at(where)
             found.add(step)
             at = self.starts[step - self.first + 1] - self.base
         return found

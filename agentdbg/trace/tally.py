@@ -73,6 +73,11 @@ _STEP = re.compile(
 ACTION_TOOL = re.compile(rb'\n\{"type":"action","step":[0-9]+,"tool":("[^"\\]*(?:\\.[^"\\]*)*")')
 GUARDS_LINE = b'\n{"type":"guards",'
 
+_GROUPS = _STEP.groupindex
+_OBSERVATION, _FAILED, _GUARDS, _REPEATS = (_GROUPS[name] for name in ("observation", "failed", "guards", "repeats"))
+_TRIPPED, _ANSWER, _OUTCOME, _PARSE, _ERROR = (_GROUPS[name] for name in ("tripped", "answer", "outcome", "parse",
+                                                                            "error"))
+
 _scan = json.JSONDecoder().scan_once
 
 
@@ -230,25 +235,24 @@ def sketch(number: int, data: bytes, start: int, stop: int) -> Sketch | None:
     match = _STEP.fullmatch(data, start, stop)
     if match is None:
         return None
-    observation = match.start("observation")
-    failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"
-    guards_at = match.start("guards")
+    regs = match.regs  # every group's span in one call: a check sketches many steps
+    observation, failed_at = regs[_OBSERVATION][0], regs[_FAILED][0]
+    failed = observation >= 0 and failed_at > observation and data[failed_at] == 0x74  # "true"
+    guards_at = regs[_GUARDS][0]
     guards = None
     if guards_at >= 0:
-        repeats = match.group("repeats") if match.start("repeats") > guards_at else None
-        guards = _Counters([0 if repeats is None else int(repeats), None])
-    tripped = match.group("tripped")
-    answer = match.group("answer")
-    outcome = match.group("outcome")
+        repeats_at, repeats_end = regs[_REPEATS]
+        guards = _Counters([int(data[repeats_at:repeats_end]) if repeats_at > guards_at else 0, None])
+    tripped, answer, outcome = regs[_TRIPPED][0], regs[_ANSWER][0], regs[_OUTCOME][0]
     return Sketch(
         number,
-        "" if match.start("parse") >= 0 else None,
-        "" if match.start("error") >= 0 else None,
+        "" if regs[_PARSE][0] >= 0 else None,
+        "" if regs[_ERROR][0] >= 0 else None,
         "" if observation >= 0 else None,
         failed,
         guards,
-        None if tripped is None else ev.GuardTripped(step=number, guard=_value(match.group("guard")),
-                                                     message=_value(tripped)),
-        None if answer is None else _value(answer),
-        None if outcome is None else ev.RunEnd(step=number, outcome=_value(outcome)),
+        None if tripped < 0 else ev.GuardTripped(step=number, guard=_value(match.group("guard")),
+                                                 message=_value(match.group("tripped"))),
+        None if answer < 0 else _value(match.group("answer")),
+        None if outcome < 0 else ev.RunEnd(step=number, outcome=_value(match.group("outcome"))),
     )

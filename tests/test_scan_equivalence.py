@@ -171,7 +171,7 @@ def _breakpoints(kind: str) -> BreakpointSet:
 def _stops(path: Path, kind: str, forward: bool, blocks: bool, monkeypatch) -> list:
     with monkeypatch.context() as patch:
         if not blocks:  # every step decoded
-            patch.setattr(DebugSession, "_scan_blocks", lambda self, *a: NotImplemented)
+            patch.setattr(DebugSession, "_block_test", lambda self: None)
             patch.setattr(DebugSession, "_skipping", lambda self: (None, None))
         with open_trace(path) as document:
             document.wait(HANG)

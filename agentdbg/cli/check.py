@@ -17,7 +17,8 @@ from rich.text import Text
 
 from agentdbg.cli import following, render
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
-from agentdbg.state import StepRecord
+from agentdbg.model.runs import StepBlocks
+from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 from agentdbg.trace import scan
 
@@ -34,13 +35,7 @@ class Condition:
 
 
 def _error(record: StepRecord) -> str | None:
-    if record.parse_error is not None:
-        return f"parse error: {record.parse_error}"
-    if record.error_kind is not None:
-        return f"{record.error_kind}: {record.error}"
-    if record.observation_error:
-        return f"error observation: {record.observation}"
-    return None
+    return record.error_summary
 
 
 def _parse(record: StepRecord) -> str | None:
@@ -226,7 +221,7 @@ def _check(document: Any, names: list[str], args: argparse.Namespace) -> dict[st
 def _records(run: Any) -> Iterator[tuple[StepRecord, Callable[[], StepRecord] | None]]:
     """The steps that may meet a condition: of a trace file, only those its bytes do not
     prove plain (``agentdbg.trace.scan``: the same result as decoding every step)."""
-    if callable(getattr(run, "step_blocks", None)):
+    if isinstance(run, StepBlocks):
         return scan.eventful_records(run)
     return ((record, None) for record in render.iter_records(run))
 

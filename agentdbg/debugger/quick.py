@@ -11,21 +11,23 @@ event per line) and treat anything else as "may match".
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from re import _constants, _parser  # to read a regex's structure (its required words)
 from typing import Any
 
-from agentdbg import state
 from agentdbg.engine import events as ev
+from agentdbg.model import state
+from agentdbg.trace.format import line_prefix
 
 # Events that never stop a continue by themselves; observations and guard counters are
 # looked into (an error observation, a repeat counter of 2 or more).
-QUIET_LINES = (b'{"type":"step",', b'{"type":"thought",', b'{"type":"action",', b'{"type":"observation",',
-               b'{"type":"guards",', b'{"type":"memory_recall",', b'{"type":"memory_update",',
-               b'{"type":"checkpoint",', b'{"type":"operation",')
+QUIET_LINES = tuple(line_prefix(kind) for kind in (
+    "step", "thought", "action", "observation", "guards", "memory_recall", "memory_update", "checkpoint",
+    "operation"))
+_OBSERVATION, _GUARDS = line_prefix("observation"), line_prefix("guards")
 _NO_REPEAT = (b"0,", b"1,", b"0]", b"1]")  # the repeat counter's first digits: below 2
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_]+")
 
@@ -41,9 +43,9 @@ def is_quiet(data: bytes) -> bool:
         # A second "type" key could turn a quiet-looking line into another event.
         if not line.startswith(QUIET_LINES) or line.find(b'"type"', 9) != -1:
             return False
-        if line.startswith(b'{"type":"observation",') and b'"error"' in line:
+        if line.startswith(_OBSERVATION) and b'"error"' in line:
             return False
-        if line.startswith(b'{"type":"guards",'):
+        if line.startswith(_GUARDS):
             at = line.find(b'"repeats":[')
             if at != -1 and line[at + 11:at + 13] not in _NO_REPEAT:
                 return False
@@ -104,7 +106,10 @@ def may_contain_word(pattern: str, case_sensitive: bool, made_up: bool = True) -
 
 # --- the same tests over a whole block of steps (agentdbg.trace.scan.Block) -------------
 
-BlockTest = Callable[[Any], set]  # (block) -> the steps of the block that may match
+BlockTest = Callable[[Any], set[int]]  # (block) -> the steps of the block that may match
+# Python's own regex parser, to read a regex's structure (its required words).
+_parser: Any = importlib.import_module("re._parser")
+_constants: Any = importlib.import_module("re._constants")
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _ODD_TOOL = re.compile(rb'"tool":"[^"\\\x80-\xff]*[\\\x80-\xff]')
 
@@ -122,7 +127,7 @@ def required_words(pattern: str) -> list[str]:
     return words
 
 
-def _collect_words(items: list, words: list[str]) -> None:
+def _collect_words(items: list[Any], words: list[str]) -> None:
     run: list[str] = []
     for op, value in items:
         if op is _constants.LITERAL and chr(value) in _WORD_CHARS:
@@ -169,6 +174,8 @@ def _note_words() -> str | None:
     docstrings left out); None when their source cannot be read."""
     words = {"True", "False", "None", "NoneType", "str", "int", "float", "bool", "list", "dict", "tuple"}
     for module in (ev, state):
+        if module.__file__ is None:
+            return None
         try:
             tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
@@ -206,8 +213,8 @@ def name_block_test(names: list[str], or_shown: bool = False) -> BlockTest:
     """``may_name`` over a block."""
     spellings = tuple(s for name in names for s in name_spellings(name))
 
-    def test(block) -> set:
-        found: set = set()
+    def test(block: Any) -> set[int]:
+        found: set[int] = set()
         for spelling in spellings:
             found |= block.steps_holding(spelling)
         if or_shown:
@@ -220,11 +227,11 @@ def name_block_test(names: list[str], or_shown: bool = False) -> BlockTest:
 def per_step_block_test(test: BytesTest) -> BlockTest:
     """A step test run on each step of a block (for tests with no block form)."""
 
-    def run(block) -> set:
+    def run(block: Any) -> set[int]:
         if not block.data:
             return set(range(block.first, block.last + 1))
         data = block.data
-        found = set()
+        found: set[int] = set()
         for step in range(block.first, block.last + 1):
             start, stop = block.span(step)
             if test(step, data[start:stop]):
@@ -234,6 +241,6 @@ def per_step_block_test(test: BytesTest) -> BlockTest:
     return run
 
 
-def eventful_block_test(block) -> set:
+def eventful_block_test(block: Any) -> set[int]:
     """The steps of a block that may stop an automatic break (the scan's candidates)."""
     return set(block.candidates)

@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentdbg import regex
 from agentdbg.debugger import quick
-from agentdbg.debugger.breakpoints import BreakpointSet, one_line
+from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
-from agentdbg.runs import RunView
-from agentdbg.state import RunState, StepRecord
+from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
+from agentdbg.model.state import RunState, StepRecord
 
 END_OF_RUN = "end of run"
 START_OF_RUN = "start of run"
@@ -80,7 +80,7 @@ class DebugSession:
     @property
     def is_live(self) -> bool:
         """The engine runs this run on demand (a plan)."""
-        return callable(getattr(self.run, "advance", None))
+        return isinstance(self.run, Advancing)
 
     def record(self) -> StepRecord | None:
         """The step at the cursor (None before the first step exists)."""
@@ -109,7 +109,8 @@ class DebugSession:
         if not self.is_live or self.run.complete:
             return False
         before = self.run.step_count
-        self.run.advance()
+        if isinstance(self.run, Advancing):
+            self.run.advance()
         return self.run.step_count > before
 
     def _reach(self, step: int) -> None:
@@ -151,10 +152,9 @@ class DebugSession:
     def _skipping(self) -> tuple[Callable[[int], bytes | None] | None, Callable[[int, bytes], bool] | None]:
         """For a file-backed run that can hand out a step's raw lines (``step_bytes``), the
         breakpoints' byte test: steps that cannot stop are passed without being decoded."""
-        step_bytes = getattr(self.run, "step_bytes", None)
-        if not callable(step_bytes):
+        if not isinstance(self.run, RawSteps):
             return None, None
-        return step_bytes, self.breakpoints.skip_test()
+        return self.run.step_bytes, self.breakpoints.skip_test()
 
     def continue_forward(self, cancel: threading.Event | None = None,
                          progress: Callable[[int], None] | None = None) -> Stop | None:
@@ -164,9 +164,9 @@ class DebugSession:
         Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
-        scanned = self._scan_blocks(True, cancel, progress)
-        if scanned is not NotImplemented:
-            return scanned
+        may_stop = self._block_test()
+        if may_stop is not None:
+            return self._scan_blocks(may_stop, True, cancel, progress)
         step_bytes, cannot_stop = self._skipping()
         # An engine step costs far more than a look at the flag: a live run checks each step.
         check_every, report_every = (1, LIVE_PROGRESS_EVERY) if self.is_live else (CANCEL_EVERY, PROGRESS_EVERY)
@@ -179,7 +179,7 @@ class DebugSession:
                     progress(step)
             if step > run.step_count and not self._advance_live():
                 break
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     step += 1
@@ -203,9 +203,9 @@ class DebugSession:
         (``START_OF_RUN``). Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
-        scanned = self._scan_blocks(False, cancel, progress)
-        if scanned is not NotImplemented:
-            return scanned
+        may_stop = self._block_test()
+        if may_stop is not None:
+            return self._scan_blocks(may_stop, False, cancel, progress)
         step_bytes, cannot_stop = self._skipping()
         for step in range(min(self.cursor, run.step_count + 1) - 1, 0, -1):
             if step % CANCEL_EVERY == 0:
@@ -213,7 +213,7 @@ class DebugSession:
                     return None
                 if progress is not None and step % PROGRESS_EVERY == 0:
                     progress(step)
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     continue
@@ -226,18 +226,21 @@ class DebugSession:
         self.cursor = 1 if run.step_count else 0
         return Stop(self.cursor, [START_OF_RUN])
 
-    def _scan_blocks(self, forward: bool, cancel: threading.Event | None,
+    def _block_test(self) -> Callable[[Any], set[int]] | None:
+        """The breakpoints' block test, for a trace file's run that reads its steps a block
+        at a time (``StepBlocks``); None when a continue must go step by step."""
+        if not isinstance(self.run, StepBlocks) or isinstance(self.run, Advancing):
+            return None
+        return self.breakpoints.block_test()
+
+    def _scan_blocks(self, may_stop: Callable[[Any], set[int]], forward: bool, cancel: threading.Event | None,
                      progress: Callable[[int], None] | None) -> Stop | None:
         """A continue over a trace file a block of steps at a time (``run.step_blocks``):
         only the steps the breakpoints' block test cannot rule out are decoded. The same
-        stops as stepping through every step; NotImplemented when this cannot be done."""
+        stops as stepping through every step."""
         run = self.run
-        step_blocks = getattr(run, "step_blocks", None)
-        if not callable(step_blocks) or self.is_live:
-            return NotImplemented
-        may_stop = self.breakpoints.block_test()
-        if may_stop is None:
-            return NotImplemented
+        assert isinstance(run, StepBlocks)
+        step_blocks = run.step_blocks
         register = self.breakpoints.register_hit
         if forward:
             first, last = self.cursor + 1, run.step_count
@@ -284,19 +287,19 @@ class DebugSession:
         if pattern is None:
             return None
         # Over a trace file, a plain word is looked for in the raw lines first.
-        step_bytes = getattr(self.run, "step_bytes", None)
+        step_bytes = self.run.step_bytes if isinstance(self.run, RawSteps) else None
         may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                       if callable(step_bytes) else None)
+                       if step_bytes is not None else None)
         count = self.run.step_count
         if count == 0:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
         may_match = (quick.word_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                     if callable(getattr(self.run, "step_blocks", None)) else None)
+                     if isinstance(self.run, StepBlocks) else None)
         if may_match is not None:
             return self._search_blocks(pattern, may_match, forward, origin, count, wrap, cancel, progress)
         if forward:
-            order: Any = range(origin + 1, count + 1)
+            order: Iterable[int] = range(origin + 1, count + 1)
             if wrap:
                 order = _chain(order, range(1, min(origin, count) + 1))
         else:
@@ -309,7 +312,7 @@ class DebugSession:
                     return None
                 if progress is not None and done % PROGRESS_EVERY == 0:
                     progress(step)
-            if may_contain is not None:
+            if step_bytes is not None and may_contain is not None:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     continue
@@ -317,7 +320,7 @@ class DebugSession:
                 return step
         return None
 
-    def _search_blocks(self, pattern: regex.Pattern, may_match: Callable[[Any], set], forward: bool, origin: int,
+    def _search_blocks(self, pattern: regex.Pattern, may_match: Callable[[Any], set[int]], forward: bool, origin: int,
                        count: int, wrap: bool, cancel: threading.Event | None,
                        progress: Callable[[int], None] | None) -> int | None:
         """``search`` over a trace file a block of steps at a time: only the steps whose
@@ -326,10 +329,12 @@ class DebugSession:
             spans = [(origin + 1, count)] + ([(1, min(origin, count))] if wrap else [])
         else:
             spans = [(1, min(origin, count + 1) - 1)] + ([(max(origin, 1), count)] if wrap else [])
+        run = self.run
+        assert isinstance(run, StepBlocks)
         for first, last in spans:
             if first > last:
                 continue
-            for block in self.run.step_blocks(first, last, reverse=not forward):
+            for block in run.step_blocks(first, last, reverse=not forward):
                 if cancel is not None and cancel.is_set():
                     return None
                 if progress is not None:
@@ -344,7 +349,7 @@ class DebugSession:
     def describe(self) -> str:
         """A short position line: "step 3 of 5" (and "so far" while more may come)."""
         more = "" if self.run.complete else " so far"
-        return one_line(f"step {self.cursor} of {self.run.step_count}{more}")
+        return as_reason(f"step {self.cursor} of {self.run.step_count}{more}")
 
 
 def search_pattern(text: str) -> regex.Pattern | None:
@@ -367,6 +372,6 @@ def literal_reason(text: str) -> str | None:
     return None
 
 
-def _chain(*ranges: range):
+def _chain(*ranges: Iterable[int]) -> Iterator[int]:
     for r in ranges:
         yield from r

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import functools
 import re
-from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import sub
+from typing import Any
 
-from agentdbg.state import StepRecord, Tally
+from agentdbg.model.state import StepRecord, Tally
 from agentdbg.trace import tally
 from agentdbg.trace.format import CHECKPOINT_PREFIX
 from agentdbg.trace.tally import (
@@ -86,11 +86,16 @@ _SEARCHABLE_STEPS = (rb'(?:\{"type":"step","step":' + _INT + rb'\}\n(?:\{"type":
                      + rb')\}\n|checkpoint",[^\n]*\n))*)*')
 
 
+def _match_end(pattern: re.Pattern[bytes], data: bytes, start: int, stop: int) -> int:
+    match = pattern.match(data, start, stop)
+    return start if match is None else match.end()
+
+
 def _compile_prefix(pattern: bytes) -> Callable[[bytes, int, int], int]:
     """``end(data, start, stop)``: where the longest match of ``pattern`` from ``start`` ends."""
     if _re2 is None:
         compiled = re.compile(pattern)
-        return lambda data, start, stop: compiled.match(data, start, stop).end()
+        return lambda data, start, stop: _match_end(compiled, data, start, stop)
     options = _re2.Options()
     options.longest_match = True  # the longest run of steps, not the first
     options.max_mem = 64 << 20  # room for the DFA of a long alternation
@@ -101,21 +106,25 @@ def _compile_prefix(pattern: bytes) -> Callable[[bytes, int, int], int]:
     if raw is None or anchor is None:  # another version of the binding: its public API
         return lambda data, start, stop: plain.match(data, start, stop).end()
     match = raw.Match  # the binding's own call, without its generator per match
-    return lambda data, start, stop: match(anchor, data, start, stop)[0][1]
+    return lambda data, start, stop: max(start, match(anchor, data, start, stop)[0][1])
 
 
 plain_end = _compile_prefix(PLAIN_STEPS)
 _searchable_end: Callable[[bytes, int, int], int] | None = None  # compiled when first needed
-def _compile_search(pattern: bytes) -> Callable[[bytes, int, int], object]:
+Search = Callable[[bytes, int, int], Any]  # a compiled pattern's search(data, pos, endpos)
+
+
+def _compile_search(pattern: bytes) -> Search:
     if _re2 is None:
         return re.compile(pattern).search
     options = _re2.Options()
     options.encoding = _re2.Options.Encoding.LATIN1
-    return _re2.compile(pattern, options).search
+    search: Search = _re2.compile(pattern, options).search
+    return search
 
 
 _non_ascii_search = _compile_search(rb"[^\x00-\x7f]")
-_escape_search = _compile_search(rb"\\u") if _re2 is not None else None  # RE2 skips to each backslash
+_escape_search: Search | None = _compile_search(rb"\\u") if _re2 is not None else None  # RE2 skips to each backslash
 
 
 @dataclass
@@ -138,6 +147,7 @@ class Block:
         """The steps not proven plain, in order (see ``classify``)."""
         if self._candidates is None:
             classify(self)
+        assert self._candidates is not None
         return self._candidates
 
     @property
@@ -194,7 +204,7 @@ class Block:
         self._unusual[key] = found
         return found
 
-    def steps_matching(self, search: Callable[[bytes, int, int], object]) -> set[int]:
+    def steps_matching(self, search: Search) -> set[int]:
         """Steps where ``search(data, pos, endpos)`` (a compiled pattern's ``search``) finds
         something outside checkpoint lines (never part of a step's record); each step is
         looked at once."""
@@ -243,7 +253,7 @@ class Block:
 
 
 @functools.lru_cache(maxsize=64)
-def _literal_search(needle: bytes, folded: bool) -> Callable[[bytes, int, int], object] | None:
+def _literal_search(needle: bytes, folded: bool) -> Search | None:
     """RE2's search for these bytes (ASCII letters in either case with ``folded``): it
     skips to the needle's rarest byte, much faster than ``bytes.find`` over a block."""
     if _re2 is None:
@@ -251,7 +261,8 @@ def _literal_search(needle: bytes, folded: bool) -> Callable[[bytes, int, int], 
     options = _re2.Options()
     options.encoding = _re2.Options.Encoding.LATIN1
     options.case_sensitive = not folded
-    return _re2.compile(re.escape(needle), options).search
+    search: Search = _re2.compile(re.escape(needle), options).search
+    return search
 
 
 def _first_in(starts: list[int], cursor: int, stop: int, base: int) -> tuple[int, int]:
@@ -296,7 +307,7 @@ def classify(block: Block) -> None:
     stop = len(data)
     found = {block.first + i for i in _failures(starts, base, stop, lambda at: plain_end(data, at, stop))}
     if block.strict:
-        bad = set(_failures(starts, base, stop, lambda at: _SAME_NUMBER.match(data, at, stop).end()))
+        bad = set(_failures(starts, base, stop, lambda at: _match_end(_SAME_NUMBER, data, at, stop)))
         bad.update(_utf8_failures(data, starts, base))
         block._suspect |= {block.first + i for i in bad}
     found |= block._suspect
@@ -316,7 +327,7 @@ def _unreadable(block: Block) -> set[int]:
     return found
 
 
-def blocks(starts: array | list[int], end: int, first: int, pread: Callable[[int, int], bytes],
+def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, int], bytes],
            strict: bool = False, reverse: bool = False, block_bytes: int | None = None) -> Iterator[Block]:
     """The steps ``first, first + 1, ...`` (step ``first + i`` begins at ``starts[i]``, the
     last ends at ``end``) a block at a time, each classified; from the last block back with
@@ -353,7 +364,7 @@ def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, 
     return block
 
 
-def eventful_records(run) -> Iterator[tuple[StepRecord | tally.Sketch, Callable[[], StepRecord] | None]]:
+def eventful_records(run: Any) -> Iterator[tuple[StepRecord | tally.Sketch, Callable[[], StepRecord] | None]]:
     """Every step of a trace file's ``run`` (``step_blocks``) that may hold an error, a
     repeat, a guard trip, an answer, an end, an approval or a damaged line, in order, as
     ``(record, exact)``: ``exact`` is None when ``record`` is the step decoded, else
@@ -372,7 +383,7 @@ def eventful_records(run) -> Iterator[tuple[StepRecord | tally.Sketch, Callable[
                 yield sketched, functools.partial(run.record, number)
 
 
-def indexed_blocks(run, first: int = 1, strict: bool = False) -> Iterator[Block]:
+def indexed_blocks(run: Any, first: int = 1, strict: bool = False) -> Iterator[Block]:
     """``run.step_blocks`` from ``first`` to the run's last step, each step read once the
     index knows where it ends (while the index is still running, as it goes)."""
     while True:
@@ -389,7 +400,7 @@ def indexed_blocks(run, first: int = 1, strict: bool = False) -> Iterator[Block]
             return  # a followed run caught up with its writer: what is written is read
 
 
-def fold_tally(run, base: Tally, first: int, last: int) -> Tally:
+def fold_tally(run: Any, base: Tally, first: int, last: int) -> Tally:
     """``base`` (the counters after step ``first - 1``) with steps ``first``..``last`` of a
     trace file's ``run`` folded in: plain stretches a block at a time, the other steps one
     by one (``tally.Folder``). The same figures as decoding every step."""
@@ -401,8 +412,7 @@ def fold_tally(run, base: Tally, first: int, last: int) -> Tally:
             if candidate > number:  # steps number..candidate - 1 are plain
                 start, _ = block.span(number)
                 _, stop = block.span(candidate - 1)
-                folder.plain(candidate - 1, data, start, stop,
-                             lambda at, b=block: b.first + bisect_right(b.starts, at + b.base) - 1)
+                folder.plain(candidate - 1, data, start, stop, block.step_at)
             if candidate <= block.last:
                 if candidate in block.suspect:
                     folder.decoded(candidate)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.state import StepRecord, Tally
+from agentdbg.model.state import StepRecord, Tally
 
 # A step larger than this is decoded the ordinary way. Small enough that such a step has
 # far fewer lines than the reader's cap on events per step (a line is at least 26 bytes).
@@ -78,10 +79,10 @@ _OBSERVATION, _FAILED, _GUARDS, _REPEATS = (_GROUPS[name] for name in ("observat
 _TRIPPED, _ANSWER, _OUTCOME, _PARSE, _ERROR = (_GROUPS[name] for name in ("tripped", "answer", "outcome", "parse",
                                                                             "error"))
 
-_scan = json.JSONDecoder().scan_once
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def _value(data: bytes):
+def _value(data: bytes) -> Any:
     """One JSON value the step pattern has already proved valid."""
     return _scan(data.decode("utf-8", "replace"), 0)[0]
 
@@ -198,7 +199,7 @@ class Folder:
 class _Counters:
     __slots__ = ("repeats",)
 
-    def __init__(self, repeats: list) -> None:
+    def __init__(self, repeats: list[int | None]) -> None:
         self.repeats = repeats
 
 
@@ -218,12 +219,15 @@ class Sketch:
     decision = None
     raw = ()
 
-    def __init__(self, step, parse_error, error_kind, observation, observation_error, guards, tripped, answer, end):
+    def __init__(self, step: int, parse_error: str | None, error_kind: str | None, observation: str | None,
+                 observation_error: bool, guards: _Counters | None, tripped: ev.GuardTripped | None,
+                 answer: str | None, end: ev.RunEnd | None) -> None:
         self.step, self.parse_error, self.error_kind = step, parse_error, error_kind
         self.observation, self.observation_error, self.guards = observation, observation_error, guards
         self.tripped, self.answer, self.end = tripped, answer, end
 
     is_error = StepRecord.is_error
+    error_summary = StepRecord.error_summary
     is_repeat = StepRecord.is_repeat
 
 

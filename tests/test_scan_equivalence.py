@@ -258,3 +258,52 @@ def test_an_imported_run_is_checked_step_by_step(tmp_path: Path, capsys) -> None
     code = main(["check", str(chat), "--fail-on", "error,repeat,budget", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["ok"] and out["runs"][0]["steps"] >= 1
+
+
+@pytest.mark.parametrize("block_bytes", [700, 4 * 1024 * 1024])
+def test_steps_too_large_for_the_pattern_or_the_block_read_the_ordinary_way(tmp_path: Path, monkeypatch,
+                                                                            block_bytes: int) -> None:
+    monkeypatch.setattr(scan, "BLOCK_BYTES", block_bytes)
+    big = "zzz " * 20_000  # 80 KB: over FAST_STEP_BYTES (and over a 700-byte block)
+    steps = [([ev.Thought(step=0, text="t"), ev.ActionTaken(step=0, tool="calc", args="1"),
+               ev.GuardCounters(step=0, repeats=[1, None])], b"")] * 12
+    steps[3] = ([ev.Thought(step=0, text=big), ev.ActionTaken(step=0, tool="calc", args="1"),
+                 ev.StepError(step=0, kind="unknown_tool", message="m")], b"")
+    steps[7] = ([ev.Observation(step=0, text=big, error=True)], b'{"type":"thought","step":2,"text":"x"}\n')
+    path = _trace(tmp_path, steps, True, 10**9)
+    names = list(check.CONDITIONS)
+    assert _check_result(path, names, False, monkeypatch) == _check_result(path, names, True, monkeypatch)
+    for kind in ("auto", "user", "regex-only"):
+        for forward in (True, False):
+            assert _stops(path, kind, forward, True, monkeypatch) == _stops(path, kind, forward, False, monkeypatch)
+    assert _found(path, "zzz z", True, monkeypatch) == _found(path, "zzz z", False, monkeypatch)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        assert run_stats(1, document.runs[0]) == run_stats(1, document.runs[0], full=True)
+
+
+def test_a_continue_over_a_block_of_many_candidates_can_be_cancelled(tmp_path: Path, monkeypatch) -> None:
+    import threading
+
+    monkeypatch.setattr(scan, "BLOCK_BYTES", 4 * 1024 * 1024)  # the whole run in one block
+    steps = [([ev.Thought(step=0, text="a thought"), ev.Observation(step=0, text="aaa")], b"")] * 2_000
+    path = _trace(tmp_path, steps, False, 10**9)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        run = document.runs[0]
+        breakpoints = BreakpointSet()
+        breakpoints.add("filter", "~obs (a+)+b")  # every step holds "a": all are decoded
+        session = DebugSession(run, breakpoints)
+        cancel = threading.Event()
+        decoded: list[int] = []
+        real = run.record
+
+        def record(step: int):
+            decoded.append(step)
+            if len(decoded) == 10:
+                cancel.set()
+            return real(step)
+
+        run.record = record
+        assert session.continue_forward(cancel=cancel) is None
+        assert session.cursor == 1 and len(decoded) < 300  # stopped within the block

@@ -149,7 +149,7 @@ async def test_problems_found_while_drawing_a_step_are_listed_at_once(tmp_path):
     app = await open_app(damage(tmp_path, "invalid utf-8"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app._poll_timer.stop()  # no help from the poll tick: e must list what is known now
+        # No message tells of this one: e must list what is known now.
         app.document.problems.append(Problem(str(tmp_path / "run.jsonl"), 99, "found just now"))
         await press(pilot, "e")
         assert "found just now" in screen_text(app)

@@ -20,6 +20,7 @@ from test_tui_support import (
 )
 
 from agentdbg.debugger.breakpoints import sidecar_path
+from agentdbg.model.runs import Advancing
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.widgets.timeline import Timeline
 
@@ -244,7 +245,7 @@ async def test_write_then_open_the_trace(tmp_path):
         await press(pilot, "enter")
         if app.document.kind == "trace":
             assert app.document.path.endswith("written.jsonl")
-            assert not hasattr(app.session.run, "advance")
+            assert not isinstance(app.session.run, Advancing)
 
 
 async def test_run_switcher_on_a_file_with_several_runs():

@@ -13,6 +13,7 @@ from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle,
 
 from agentdbg.plans import load_plan
 from agentdbg.runs import Problem
+from agentdbg.trace.reader import TraceDocument
 from agentdbg.trace.writer import write_trace
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.opening import open_for_app
@@ -60,7 +61,7 @@ def damage(tmp_path, how: str):
 
 async def open_app(path) -> DebuggerApp:
     document, _, error = open_for_app(str(path))
-    if document is not None and hasattr(document, "wait"):
+    if isinstance(document, TraceDocument):
         document.wait(10)
     return DebuggerApp(document, error=error or None, save_breakpoints=False)
 

@@ -307,3 +307,29 @@ def test_a_continue_over_a_block_of_many_candidates_can_be_cancelled(tmp_path: P
         run.record = record
         assert session.continue_forward(cancel=cancel) is None
         assert session.cursor == 1 and len(decoded) < 300  # stopped within the block
+
+
+def test_without_re2_the_scans_give_the_same_answers(tmp_path: Path, monkeypatch) -> None:
+    """Where the RE2 wheel is missing, Python's engine runs the same patterns and bytes.find
+    looks for the words: slower, the same steps."""
+    steps = [([ev.Thought(step=0, text="t"), ev.ActionTaken(step=0, tool="calc", args="1"),
+               ev.Observation(step=0, text="zzz")], b"")] * 30
+    steps[5] = ([ev.StepError(step=0, kind="unknown_tool", message="m")], b'{"type":"thought","step":6,"text":"\\u007a"}\n')
+    steps[9] = ([ev.Thought(step=0, text="caf\u00e9 ZZZ")], b"not json\n")
+    path = _trace(tmp_path, steps, True, 10**9)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        with_re2 = [(block.candidates, block.unusual(), block.steps_holding(b"zzz", True))
+                    for block in document.runs[0].step_blocks()]
+    monkeypatch.setattr(scan, "_re2", None)
+    monkeypatch.setattr(scan, "plain_end", scan._compile_prefix(scan.PLAIN_STEPS))
+    monkeypatch.setattr(scan, "_searchable_end", None)
+    monkeypatch.setattr(scan, "_escape_search", None)
+    monkeypatch.setattr(scan, "_non_ascii_search", scan._compile_search(rb"[^\x00-\x7f]"))
+    monkeypatch.setattr(scan, "_literal_search", lambda needle, folded: None)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        without = [(block.candidates, block.unusual(), block.steps_holding(b"zzz", True))
+                   for block in document.runs[0].step_blocks()]
+    assert without == with_re2
+    assert any(candidates for candidates, _, _ in with_re2)

@@ -47,7 +47,7 @@ from agentdbg.trace.tally import (
 
 try:
     import re2 as _re2
-except ImportError:  # pragma: no cover - the fallback engine is tested by forcing it
+except ImportError:  # pragma: no cover - a platform without its wheels: Python's engine (tested)
     _re2 = None
 
 BLOCK_BYTES = 4 * 1024 * 1024  # a scan reads this much of the file at a time

@@ -421,3 +421,14 @@ def test_a_scan_goes_on_in_this_process_when_a_worker_dies(tmp_path: Path, monke
     monkeypatch.setattr(scan, "_pool", Broken)
     monkeypatch.setattr(scan, "_workers", scan._workers)  # (a broken pool is dropped: put it back after)
     assert [_blocks_found(path, strict) for strict in (False, True)] == alone
+
+
+def test_the_workers_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
+    """AGENTDBG_SCAN_WORKERS=0 (a shared machine): big scans stay in the calling process."""
+    monkeypatch.setattr(scan, "_workers", False)
+    monkeypatch.setenv(scan.WORKERS_VARIABLE, "0")
+    assert scan._pool() is None
+    path = _huge_and_damaged(tmp_path)
+    alone = [_blocks_found(path, strict) for strict in (False, True)]
+    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    assert [_blocks_found(path, strict) for strict in (False, True)] == alone

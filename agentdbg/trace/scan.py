@@ -61,6 +61,7 @@ BLOCK_BYTES = 4 * 1024 * 1024  # a scan reads this much of the file at a time
 # the same: each block is classified whole, the same way, wherever it runs).
 PARALLEL_BYTES = 32 * 1024 * 1024
 MAX_WORKERS = 4
+WORKERS_VARIABLE = "AGENTDBG_SCAN_WORKERS"  # how many worker processes (default: one per core, up to 4)
 IN_FLIGHT = 6  # blocks sent ahead to the workers
 _workers: Any = False  # the pool, once made (None: none to be had)
 
@@ -398,6 +399,9 @@ def _pool() -> Any:
     global _workers
     if _workers is False:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
+        wanted = os.environ.get(WORKERS_VARIABLE, "").strip()
+        if wanted.isdigit():  # (a shared machine: fewer, or 0 for none)
+            workers = min(int(wanted), MAX_WORKERS)
         if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
             _workers = None
         else:  # fork: the patterns are compiled already, nothing to import again

@@ -86,6 +86,15 @@ class Indexing(Protocol):
 
 
 @runtime_checkable
+class Growing(Protocol):
+    """A document read in the background (a trace being indexed or followed): it tells of
+    new runs and steps, and of problems, from the thread that found them."""
+
+    def subscribe(self, on_progress: Callable[[], None] | None = None,
+                  on_problem: Callable[[Problem], None] | None = None) -> None: ...
+
+
+@runtime_checkable
 class Cancellable(Protocol):
     """A run whose step in progress can be given up from another thread (on quitting)."""
 

@@ -32,7 +32,7 @@ from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
 from agentdbg.engine.approval import Decision
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
-from agentdbg.model.runs import Cancellable, Document
+from agentdbg.model.runs import Cancellable, Document, Growing
 from agentdbg.tui import commands
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
 from agentdbg.tui.live import LiveControl, LiveEvent
@@ -228,8 +228,7 @@ class DebuggerApp(App[None]):
     def _listen_to(self, document: Document) -> None:
         """Hear from a document read in the background (a trace being indexed or followed):
         its thread posts messages, handled here on the screen's thread; nothing polls."""
-        subscribe = getattr(document, "subscribe", None)
-        if not callable(subscribe):
+        if not isinstance(document, Growing):
             return  # read whole already (an import, a plan run to the end) or a live run
         post = self.post_message
         pending = threading.Event()  # a burst of problems is one message
@@ -240,7 +239,7 @@ class DebuggerApp(App[None]):
                 post(self.ProblemsFound())
 
         self._problems_pending = pending
-        subscribe(on_progress=lambda: post(self.Grew(document)), on_problem=found)
+        document.subscribe(on_progress=lambda: post(self.Grew(document)), on_problem=found)
         post(self.Grew(document))  # what it found before it was listened to
 
     @on(Grew)

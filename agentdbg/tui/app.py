@@ -99,6 +99,14 @@ class DebuggerApp(App[None]):
             self.operation = operation
             self.step = step
 
+    class Stopped(Message):
+        """A continue stopped: where and why (a break's reasons, or the run's edge), as data
+        for whatever listens; the status line says it in words."""
+
+        def __init__(self, stop: Stop) -> None:
+            super().__init__()
+            self.stop = stop
+
     # --- messages from a document being read (its index thread) -------------------------
     class Grew(Message):
         """The document found more runs or steps (at most every 50 ms, and once at the end)."""
@@ -629,6 +637,7 @@ class DebuggerApp(App[None]):
             self.say("continue cancelled: the cursor stays here", "yellow")
         else:
             self.say(stop.message, "bold red" if stop.at_breakpoint else "bold")
+            self.post_message(self.Stopped(stop))
 
     _after_reverse_continue = _after_continue
 

@@ -63,16 +63,13 @@ def no_runs(document: Document) -> InputError:
 
 
 def wait_for_index(document: Document) -> None:
-    waiter = getattr(document, "wait", None)
-    if callable(waiter):
-        waiter()
+    document.wait()
 
 
 def wait_for_runs(document: Document, count: int) -> None:
     """Wait until a file still being indexed has found ``count`` runs, or has no more."""
-    waiter = getattr(document, "wait", None)
-    while len(document.runs) < count and callable(waiter) and not getattr(document, "complete", True):
-        waiter(0.05)
+    while len(document.runs) < count and not document.complete:
+        document.wait(0.05)
 
 
 def iter_runs(document: Document, only: int | None = None, limit: int | None = None) -> Iterator[tuple[int, Any]]:
@@ -97,7 +94,7 @@ def iter_runs(document: Document, only: int | None = None, limit: int | None = N
                 return
             number += 1
             yield number, document.runs[number - 1]
-        elif getattr(document, "complete", True):
+        elif document.complete:
             if number >= len(document.runs):
                 return
         else:
@@ -105,9 +102,7 @@ def iter_runs(document: Document, only: int | None = None, limit: int | None = N
 
 
 def _report_unread_runs(document: Document, limit: int) -> None:
-    waiter = getattr(document, "wait", None)
-    if callable(waiter):
-        waiter()  # the whole count, for the message
+    document.wait()  # the whole count, for the message
     line_of = getattr(document.runs[limit], "line", None)
     message = (f"run {limit + 1:,} starts here: the file has {len(document.runs):,} runs, and only the first "
                f"{limit:,} are read (--max-runs N reads more, 0 all; --run N reads any one)")
@@ -117,7 +112,7 @@ def _report_unread_runs(document: Document, limit: int) -> None:
 
 def runs_left_unread(document: Document) -> int:
     """Runs ``iter_runs`` left unread because of its limit (0 when it read them all)."""
-    return getattr(document, "runs_left_unread", 0)
+    return document.runs_left_unread
 
 
 def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[StepRecord]:

@@ -250,6 +250,16 @@ class Document:
     kind: str  # "plan", "trace", or an importer's format name
     runs: Sequence[Any] = field(default_factory=list)  # RunView objects
     problems: list[Problem] = field(default_factory=list)
+    runs_left_unread: int = 0  # runs a command chose not to read (its --max-runs)
+
+    @property
+    def complete(self) -> bool:
+        """No more runs or steps will be found (a file read in the background: once done)."""
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until ``complete``; False on timeout. A document read whole is complete."""
+        return True
 
     def close(self) -> None:
         for run in self.runs:

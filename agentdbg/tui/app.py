@@ -31,7 +31,7 @@ from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
 from agentdbg.engine.approval import Decision
-from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
+from agentdbg.model.outcome import outcome_summary
 from agentdbg.model.runs import Cancellable, Document, Growing
 from agentdbg.tui import commands
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
@@ -672,14 +672,7 @@ class DebuggerApp(App[None]):
         self.notify(f"{count:,} events written to {one_line(path, 200)}", title="Trace written", markup=False)
 
     def outcome(self) -> str:
-        run = self.current_run
-        if run is None or run.end is None:
-            return "no outcome recorded"
-        end = run.end
-        answer = f": {one_line(end.answer, 60)}" if end.answer is not None else ""
-        verdict = Verdict.read(end)
-        details = f"; {one_line(verdict.details(), 100)}" if verdict is not None and verdict.details() else ""
-        return f"{outcome_with_verdict(one_line(end.outcome, 60), verdict)}{answer}{details}"
+        return outcome_summary(self.current_run)
 
     def reason_style(self) -> str:
         session = self.session

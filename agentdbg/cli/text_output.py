@@ -154,7 +154,7 @@ def run_header(run: Any, number: int, total: int | None, path: str, width: int) 
     rows.append(("", "guards", guards_text(info)))
     if info.policy:
         rows.append(("", "policy", _clean(info.policy)))
-    for label, text in StepRecord.from_events(0, getattr(run, "preamble", ())).transcript():
+    for label, text in StepRecord.from_events(0, run.preamble).transcript():
         rows.append(("", label.lower(), _first_lines(_text(text), 12)))  # kept before the first step
     out = Text("\n")
     out.append_text(title)

@@ -95,6 +95,13 @@ class Growing(Protocol):
 
 
 @runtime_checkable
+class Closable(Protocol):
+    """A run holding something to let go of (a file's descriptor, an agent's thread)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class Cancellable(Protocol):
     """A run whose step in progress can be given up from another thread (on quitting)."""
 
@@ -263,6 +270,5 @@ class Document:
 
     def close(self) -> None:
         for run in self.runs:
-            closer = getattr(run, "close", None)
-            if closer is not None:
-                closer()
+            if isinstance(run, Closable):
+                run.close()

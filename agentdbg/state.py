@@ -55,8 +55,51 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class CallRecord:
+    """One tool call of a step and what answered it (a step may make several)."""
+
+    tool: str
+    args: Any = None
+    call: str = ""
+    id: str = ""
+    item: int = 0  # the plan item it carried out, 0 when the policy chose it in this step
+    observation: str | None = None
+    observation_error: bool = False
+    error_kind: str | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error_kind is not None or self.observation_error
+
+
+def _gather_calls(events: tuple) -> tuple[CallRecord, ...]:
+    """The calls of a step of several, each with its observation and error: matched by
+    ``id``, else given to the first call not yet answered, in order."""
+    calls: list[dict] = []
+    for event in events:
+        if isinstance(event, ev.ActionTaken):
+            calls.append({"tool": event.tool, "args": event.args, "call": event.call or _call_text(event),
+                          "id": event.id, "item": event.item})
+        elif isinstance(event, (ev.Observation, ev.StepError)):
+            field_name = "observation" if isinstance(event, ev.Observation) else "error"
+            target = next((c for c in calls if event.id and c["id"] == event.id and field_name not in c), None)
+            if target is None:
+                target = next((c for c in calls if field_name not in c), None)
+            if target is None:
+                continue
+            if isinstance(event, ev.Observation):
+                target.update(observation=event.text, observation_error=event.error)
+            else:
+                target.update(error_kind=event.kind, error=event.message)
+    return tuple(CallRecord(**call) for call in calls)
+
+
+@dataclass(frozen=True)
 class StepRecord:
-    """Everything one step's events say, in one place."""
+    """Everything one step's events say, in one place. A step of several calls keeps
+    them in ``calls``; ``tool``, ``args`` and ``call`` are then the first one's, and
+    ``observation`` their observations in call order, one per line."""
 
     step: int
     events: tuple = ()
@@ -81,6 +124,10 @@ class StepRecord:
     operation: ev.Operation | None = None  # a keyed call started
     key: str = ""  # the operation key of the call the observation answers
     replayed: dict | None = None  # the observation is a recorded result: {"step", "run"?}
+    calls: tuple = ()  # CallRecord each, when the step made more than one call
+    plan: ev.PlanMade | None = None  # the policy wrote a plan in this step
+    item: int = 0  # the plan item this step carried out (1-based): the policy was not asked
+    reflection: ev.Reflection | None = None  # the policy's critique of a failed step
 
     @classmethod
     def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
@@ -89,6 +136,7 @@ class StepRecord:
         recalled: list = []
         thoughts: list[str] = []
         updates: list[ev.MemoryUpdate] = []
+        actions = 0
         for event in got["events"]:
             if isinstance(event, ev.Thought):
                 # Joined by newlines, the whole stripped (each part added in one pass:
@@ -97,7 +145,13 @@ class StepRecord:
                 if text:
                     thoughts.append(text)
             elif isinstance(event, ev.ActionTaken):
-                got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event))
+                actions += 1
+                if actions == 1:
+                    got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event), item=event.item)
+            elif isinstance(event, ev.PlanMade):
+                got["plan"] = event
+            elif isinstance(event, ev.Reflection):
+                got["reflection"] = event
             elif isinstance(event, ev.ParseFailed):
                 got.update(parse_error=event.message, output=event.text)
             elif isinstance(event, ev.StepError):
@@ -126,6 +180,15 @@ class StepRecord:
                 got["end"] = event
         if thoughts:
             got["thought"] = "\n".join(thoughts)
+        if actions > 1:
+            calls = got["calls"] = _gather_calls(got["events"])
+            answered = [c.observation for c in calls if c.observation is not None]
+            if answered:
+                got["observation"] = "\n".join(answered)
+            got["observation_error"] = got.get("observation_error", False) or any(c.observation_error for c in calls)
+            failed = next((c for c in calls if c.error_kind is not None), None)
+            if failed is not None:
+                got.update(error_kind=failed.error_kind, error=failed.error)
         if updates:
             got["memory"] = updates[0] if len(updates) == 1 else _merge_updates(updates)
         return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
@@ -133,6 +196,32 @@ class StepRecord:
     @property
     def is_error(self) -> bool:
         return self.error_kind is not None or self.parse_error is not None or self.observation_error
+
+    @property
+    def all_calls(self) -> tuple[CallRecord, ...]:
+        """Every call of the step (none, one, or several), each with what answered it."""
+        if self.calls:
+            return self.calls
+        if self.tool is None:
+            return ()
+        return (CallRecord(self.tool, self.args, self.call, "", self.item, self.observation,
+                           self.observation_error, self.error_kind, self.error),)
+
+    @property
+    def asked_policy(self) -> bool:
+        """The policy was asked in this step (a plan's item runs without asking it)."""
+        return self.item == 0
+
+    def count_calls(self, counts: dict) -> None:
+        """Add this step's calls to ``counts`` (tool -> [calls, failures]) in place."""
+        if not self.calls:
+            if self.tool is not None:
+                made, failed = counts.get(self.tool, (0, 0))
+                counts[self.tool] = [made + 1, failed + (1 if self.error_kind is not None or self.observation_error else 0)]
+            return
+        for call in self.calls:
+            made, failed = counts.get(call.tool, (0, 0))
+            counts[call.tool] = [made + 1, failed + (1 if call.failed else 0)]
 
     @property
     def is_repeat(self) -> bool:
@@ -182,7 +271,8 @@ class StepRecord:
         return f"not run again: the result recorded at {where} for operation {self.key or '(no key)'}"
 
     def marker(self) -> str:
-        """One word for the timeline: final, tripped, error, repeat, raw, or ''."""
+        """One word for the timeline: final, tripped, error, repeat, reflection, plan,
+        raw, or ''."""
         if self.answer is not None:
             return "final"
         if self.tripped is not None:
@@ -191,6 +281,10 @@ class StepRecord:
             return "error"
         if self.is_repeat:
             return "repeat"
+        if self.reflection is not None:
+            return "reflection"
+        if self.plan is not None:
+            return "plan"
         if self.raw and self.tool is None:
             return "raw"
         return ""
@@ -198,10 +292,16 @@ class StepRecord:
     def transcript(self) -> list[tuple[str, str]]:
         """The step as the policy's scratchpad shows it: (label, text) pairs."""
         lines: list[tuple[str, str]] = []
+        if self.reflection is not None:
+            lines.append(("Reflection", self.reflection.text))
         if self.thought:
             lines.append(("Thought", self.thought))
-        if self.tool is not None:
-            lines.append(("Action", self.call))
+        if self.plan is not None:
+            lines.append(("Plan", plan_text(self.plan)))
+        if self.calls:
+            lines.extend(("Action", call.call) for call in self.calls)
+        elif self.tool is not None:
+            lines.append(("Action", self.call if not self.item else f"{self.call}  (plan item {self.item})"))
         if self.approval is not None:
             lines.append(("Approval", self.approval_text()))
         if self.replayed is not None:
@@ -212,7 +312,13 @@ class StepRecord:
             lines.append(("Output", self.output))
         if self.answer is not None:
             lines.append(("Final Answer", self.answer))
-        if self.observation is not None:
+        if self.calls:
+            for call in self.calls:
+                if call.observation is not None:
+                    lines.append(("Observation", call.observation))
+                elif call.error is not None:
+                    lines.append(("Error", call.error))
+        elif self.observation is not None:
             lines.append(("Observation", self.observation))
         elif self.error is not None:
             lines.append(("Error", self.error))
@@ -224,6 +330,12 @@ class StepRecord:
             if isinstance(event, ev.Paused):
                 lines.append(("Paused", pause_text(event)))
         return lines
+
+
+def plan_text(plan: ev.PlanMade) -> str:
+    """A plan's items, one numbered line each (``2. calc[18 * 2]``)."""
+    head = f"(revision {plan.revision})\n" if plan.revision > 1 else ""
+    return head + "\n".join(f"{i}. {item}" for i, item in enumerate(plan.items, 1))
 
 
 def pause_text(event: ev.Paused) -> str:
@@ -327,6 +439,9 @@ class RunState:
     verdict: dict | None = None  # the grader's, once the run has ended with one (run_end.verdict)
     approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
+    policy_calls: int = 0  # steps that asked the policy (a plan's items do not)
+    plans: int = 0  # plans written (the first and each replan)
+    reflections: int = 0  # reflection steps
 
     @classmethod
     def initial(cls, info: RunInfo) -> RunState:
@@ -341,10 +456,7 @@ class RunState:
 
     def advance(self, record: StepRecord) -> RunState:
         calls = dict(self.tool_calls)
-        if record.tool is not None:
-            made, failed = calls.get(record.tool, [0, 0])
-            tool_failed = record.error_kind is not None or record.observation_error
-            calls[record.tool] = [made + 1, failed + (1 if tool_failed else 0)]
+        record.count_calls(calls)
         guards = record.guards
         trips = self.trips
         if record.tripped is not None:
@@ -370,6 +482,9 @@ class RunState:
             verdict=end.verdict if end is not None else self.verdict,
             approvals=_counted(self.approvals, record.decision),
             replayed=self.replayed + (1 if record.replayed is not None else 0),
+            policy_calls=self.policy_calls + (1 if record.asked_policy else 0),
+            plans=self.plans + (1 if record.plan is not None else 0),
+            reflections=self.reflections + (1 if record.reflection is not None else 0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -403,6 +518,9 @@ class RunState:
             "outcome": self.outcome,
             "approvals": dict(self.approvals),
             "replayed": self.replayed,
+            "policy_calls": self.policy_calls,
+            "plans": self.plans,
+            "reflections": self.reflections,
         }
         if self.verdict is not None:  # only once a run has ended graded: checkpoints stay as they were
             data["verdict"] = self.verdict
@@ -447,8 +565,11 @@ class RunState:
         approvals = data.get("approvals", {})
         if not isinstance(approvals, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in approvals.items()):
             raise ValueError("checkpoint state is malformed: 'approvals' should map decisions to counts")
-        if not _is_count(data.get("replayed", 0)):
-            raise ValueError("checkpoint state is malformed: 'replayed' should be a count")
+        for key in ("replayed", "policy_calls", "plans", "reflections"):
+            if not _is_count(data.get(key, 0)):
+                raise ValueError(f"checkpoint state is malformed: {key!r} should be a count")
+        # Older checkpoints do not count policy calls: every step before then asked the policy.
+        policy_calls = data.get("policy_calls", data.get("step", 0))
         try:
             return cls(
                 step=int(data["step"]),
@@ -478,6 +599,9 @@ class RunState:
                 verdict=verdict,
                 approvals=dict(approvals),
                 replayed=int(data.get("replayed", 0)),
+                policy_calls=int(policy_calls) if _is_count(policy_calls) else 0,
+                plans=int(data.get("plans", 0)),
+                reflections=int(data.get("reflections", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"checkpoint state is malformed: {exc}") from None
@@ -581,6 +705,9 @@ class Tally:
     verdict: dict | None = None  # the grader's, from run_end
     approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
+    policy_calls: int = 0  # steps that asked the policy (a plan's items do not)
+    plans: int = 0
+    reflections: int = 0
 
     @classmethod
     def from_state(cls, state: RunState) -> Tally:
@@ -588,10 +715,17 @@ class Tally:
                    state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
                    state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
                    state.raw_count, state.answer, state.outcome, state.verdict, dict(state.approvals),
-                   state.replayed)
+                   state.replayed, state.policy_calls, state.plans, state.reflections)
 
     def add(self, record: StepRecord) -> None:
-        self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
+        if record.calls:  # several calls: counted one by one; the step's other counters as usual
+            record.count_calls(self.tool_calls)
+        if not record.asked_policy:
+            self.policy_calls -= 1  # add_parts counts every step as asking the policy
+        self.plans += 1 if record.plan is not None else 0
+        self.reflections += 1 if record.reflection is not None else 0
+        self.add_parts(record.step, None if record.calls else record.tool, record.error_kind is not None,
+                       record.parse_error is not None,
                        record.observation_error, record.guards, record.answer,
                        None if record.tripped is None else (record.tripped.guard, record.tripped.message),
                        len(record.raw), None if record.end is None else record.end.outcome)
@@ -606,6 +740,7 @@ class Tally:
                   observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,
                   tripped: tuple[str, str] | None, raw: int, outcome: str | None) -> None:
         """One step, given by what the counters read of it (see ``add``)."""
+        self.policy_calls += 1
         if tool is not None:
             made, failed = self.tool_calls.get(tool, (0, 0))
             self.tool_calls[tool] = [made + 1, failed + (1 if step_error or observation_error else 0)]

@@ -109,10 +109,13 @@ def fold_steps(tally: Tally, first: int, offsets, end: int, pread: Callable[[int
                 if not step.endswith(b"\n"):
                     step += b"\n"  # a last line without its newline is read all the same
                 match = _STEP.fullmatch(step)
+                if match is not None and step.count(b'{"type":"action"') > 1:
+                    match = None  # several calls in one step: each counted, the ordinary way
         if match is None:
             apply_pending()
             tally.add(record(number))
             continue
+        tally.policy_calls += 1  # a plan item's action (with "item") is not in the pattern: this step asked
         tool = match.group("tool")
         observation = match.start("observation")
         failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"

@@ -9,7 +9,7 @@ back is exact, and it serialises to a checkpoint so a reader can start mid-file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -330,6 +330,51 @@ class StepRecord:
             if isinstance(event, ev.Paused):
                 lines.append(("Paused", pause_text(event)))
         return lines
+
+
+PLAN_LOOKBACK = 200  # steps a plan's progress is looked for behind the current one
+
+
+@dataclass(frozen=True)
+class PlanProgress:
+    """Where a plan stands at a step: the plan, the step that wrote it, and each item's
+    status: ``done``, ``failed``, ``current`` (carried out at this step; ``failed`` wins),
+    ``next`` (the one the next step runs), ``pending``, or ``dropped`` (after a failed item:
+    never run)."""
+
+    plan: ev.PlanMade
+    step: int
+    statuses: tuple[str, ...]
+
+
+def plan_progress(record_at: Callable[[int], StepRecord], step: int) -> PlanProgress | None:
+    """The plan the step ``step`` wrote or carries out an item of, with each item's status
+    at that step; None for any other step. ``record_at(n)`` reads step n."""
+    current = record_at(step)
+    if current.plan is None and not current.item:
+        return None
+    at, record = step, current
+    while record.plan is None:  # back over the items already carried out
+        at -= 1
+        if at < 1 or step - at > PLAN_LOOKBACK:
+            return None
+        record = record_at(at)
+        if record.plan is None and not record.item:
+            return None
+    plan = record.plan
+    statuses = ["pending"] * len(plan.items)
+    failed = False
+    for number in range(at + 1, step + 1):
+        item = record_at(number).item
+        if 1 <= item <= len(statuses):
+            bad = record_at(number).is_error
+            statuses[item - 1] = "failed" if bad else "current" if number == step else "done"
+            failed = failed or bad
+    if failed:
+        statuses = ["dropped" if status == "pending" else status for status in statuses]
+    elif "pending" in statuses:
+        statuses[statuses.index("pending")] = "next"
+    return PlanProgress(plan, at, tuple(statuses))
 
 
 def plan_text(plan: ev.PlanMade) -> str:

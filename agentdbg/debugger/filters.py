@@ -250,6 +250,50 @@ class FReplayed(Filter):
         return lambda step, data: b'"replayed":' in data
 
 
+class FReflection(Filter):
+    code = "~reflection"
+    help = "a reflection step: the policy's critique of a failed step before it retried"
+
+    def _matches(self, record):
+        return record.reflection is not None
+
+    def bytes_test(self):
+        return lambda step, data: b'"type":"reflection"' in data
+
+
+class FPlan(Filter):
+    code = "~plan"
+    help = "the policy wrote a plan (the first, or a replan)"
+
+    def _matches(self, record):
+        return record.plan is not None
+
+    def bytes_test(self):
+        return lambda step, data: b'"type":"plan"' in data
+
+
+class FPlanned(Filter):
+    code = "~planned"
+    help = "the step carried out an item of a plan, without asking the policy"
+
+    def _matches(self, record):
+        return record.item > 0
+
+    def bytes_test(self):
+        return lambda step, data: b'"item":' in data
+
+
+class FParallel(Filter):
+    code = "~parallel"
+    help = "the step made several tool calls at once"
+
+    def _matches(self, record):
+        return len(record.calls) > 1
+
+    def bytes_test(self):
+        return lambda step, data: data.count(b'"type":"action"') > 1
+
+
 class _Arg(Filter):
     """A filter with one argument; ``build`` turns the argument text into the filter
     (ValueError with a message when it cannot)."""
@@ -264,12 +308,15 @@ class _Arg(Filter):
 class _Regex(_Arg):
     arg = "REGEX"
     field: ClassVar[str] = ""
+    per_call: ClassVar[bool] = False  # in a step of several calls, any call's field may match
 
     def __init__(self, argument: str):
         super().__init__(argument)
         self.pattern = compile_regex(argument)
 
     def _matches(self, record):
+        if self.per_call and record.calls:
+            return any(_search(self.pattern, getattr(call, self.field)) for call in record.calls)
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self):
@@ -280,7 +327,7 @@ class _Regex(_Arg):
 class FTool(_Arg):
     code = "~tool"
     arg = "NAME"
-    help = "the step calls this tool (exact name; /REGEX/ for a pattern)"
+    help = "the step calls this tool, among its calls if several (exact name; /REGEX/ for a pattern)"
     needs = "a tool name"
 
     def __init__(self, argument: str):
@@ -294,9 +341,11 @@ class FTool(_Arg):
         return None if self.pattern is not None else quick.may_name([self.argument])
 
     def _matches(self, record):
-        tool = record.tool
-        if tool is None:
-            return False
+        if record.calls:  # several calls: any of them
+            return any(self._names(call.tool) for call in record.calls)
+        return record.tool is not None and self._names(record.tool)
+
+    def _names(self, tool: str) -> bool:
         if self.pattern is not None:
             return _search(self.pattern, tool)
         return tool == self.argument
@@ -354,14 +403,16 @@ class FThought(_Regex):
 
 class FAction(_Regex):
     code = "~action"
-    help = "the action as written matches (e.g. calc[5 - 3])"
+    help = "the action as written matches (e.g. calc[5 - 3]; any of a step's calls)"
     field = "call"
+    per_call = True
 
 
 class FArgs(_Regex):
     code = "~args"
-    help = "the action's arguments (as text or JSON) match"
+    help = "the action's arguments (as text or JSON) match (any of a step's calls)"
     field = "args"
+    per_call = True
 
 
 class FAnswer(_Regex):
@@ -445,7 +496,7 @@ FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
     for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
                 FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
-                FApproval, FDenied, FEdited, FReplayed)
+                FApproval, FDenied, FEdited, FReplayed, FPlan, FPlanned, FReflection, FParallel)
 }
 
 

@@ -297,11 +297,15 @@ class StepRecord:
         if self.thought:
             lines.append(("Thought", self.thought))
         if self.plan is not None:
+            if self.plan.revision > 1:
+                lines.append(("Replan", f"revision {self.plan.revision}: the policy planned again"))
             lines.append(("Plan", plan_text(self.plan)))
         if self.calls:
             lines.extend(("Action", call.call) for call in self.calls)
         elif self.tool is not None:
-            lines.append(("Action", self.call if not self.item else f"{self.call}  (plan item {self.item})"))
+            lines.append(("Action", self.call))
+        if self.item:
+            lines.append(("Plan item", f"{self.item}: carried out without asking the policy"))
         if self.approval is not None:
             lines.append(("Approval", self.approval_text()))
         if self.replayed is not None:
@@ -379,8 +383,7 @@ def plan_progress(record_at: Callable[[int], StepRecord], step: int) -> PlanProg
 
 def plan_text(plan: ev.PlanMade) -> str:
     """A plan's items, one numbered line each (``2. calc[18 * 2]``)."""
-    head = f"(revision {plan.revision})\n" if plan.revision > 1 else ""
-    return head + "\n".join(f"{i}. {item}" for i, item in enumerate(plan.items, 1))
+    return "\n".join(f"{i}. {item}" for i, item in enumerate(plan.items, 1))
 
 
 def pause_text(event: ev.Paused) -> str:

@@ -9,6 +9,7 @@ back is exact, and it serialises to a checkpoint so a reader can start mid-file.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,23 +76,38 @@ class CallRecord:
 
 def _gather_calls(events: tuple) -> tuple[CallRecord, ...]:
     """The calls of a step of several, each with its observation and error: matched by
-    ``id``, else given to the first call not yet answered, in order."""
+    ``id``, else given to the first call not yet answered, in order. Linear in the events
+    (a damaged step may hold thousands of calls)."""
     calls: list[dict] = []
+    waiting: dict[tuple[str, str], deque[int]] = {}  # (field, id) -> calls with that id still without it
+    first = {"observation": 0, "error": 0}  # below these, every call has that field
     for event in events:
         if isinstance(event, ev.ActionTaken):
             calls.append({"tool": event.tool, "args": event.args, "call": event.call or _call_text(event),
                           "id": event.id, "item": event.item})
+            if event.id:
+                for field_name in first:
+                    waiting.setdefault((field_name, event.id), deque()).append(len(calls) - 1)
         elif isinstance(event, (ev.Observation, ev.StepError)):
             field_name = "observation" if isinstance(event, ev.Observation) else "error"
-            target = next((c for c in calls if event.id and c["id"] == event.id and field_name not in c), None)
-            if target is None:
-                target = next((c for c in calls if field_name not in c), None)
-            if target is None:
-                continue
+            index = None
+            queue = waiting.get((field_name, event.id)) if event.id else None
+            while queue:
+                candidate = queue.popleft()
+                if field_name not in calls[candidate]:
+                    index = candidate
+                    break
+            if index is None:
+                while first[field_name] < len(calls) and field_name in calls[first[field_name]]:
+                    first[field_name] += 1
+                if first[field_name] == len(calls):
+                    continue
+                index = first[field_name]
+            target = calls[index]
             if isinstance(event, ev.Observation):
                 target.update(observation=event.text, observation_error=event.error)
             else:
-                target.update(error_kind=event.kind, error=event.message)
+                target.update(error=event.message, error_kind=event.kind)
     return tuple(CallRecord(**call) for call in calls)
 
 

@@ -43,7 +43,7 @@ async def test_continue_on_a_live_plan_stops_at_the_failed_item_then_runs_to_the
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "c")
-        assert app.session.cursor == 3 and "tool error" in status(app)
+        assert app.session.cursor == 3 and "tool error (plan item 2 failed): ValueError" in status(app)
         await press(pilot, "c")
         assert app.session.cursor == 9 and "final answer" in status(app)
         assert app.session.run.state_at(9).policy_calls == 4

@@ -15,9 +15,9 @@ from agentdbg.engine import events as ev
 from agentdbg.engine.approval import Decision
 from agentdbg.engine.parsers import ParallelCalls, parse_plan_step, parse_script_step
 from agentdbg.engine.policies import ScriptedPlan, ToyScript
+from agentdbg.model.runs import EventRun
+from agentdbg.model.state import group_run
 from agentdbg.plans import load_plan
-from agentdbg.runs import EventRun
-from agentdbg.state import group_run
 from agentdbg.trace.writer import write_trace
 
 

@@ -13,10 +13,10 @@ from agentdbg.engine import events as ev
 from agentdbg.engine.mock_tools import KeyValueStore, calculator
 from agentdbg.engine.parsers import ActionPlan, parse_bracket_action, parse_script_step
 from agentdbg.engine.policies import ToyScript
+from agentdbg.model.prompt import prompt_at
+from agentdbg.model.runs import EventRun
+from agentdbg.model.state import group_run, plan_progress
 from agentdbg.plans import load_plan
-from agentdbg.prompt import prompt_at
-from agentdbg.runs import EventRun
-from agentdbg.state import group_run, plan_progress
 from agentdbg.trace.writer import write_trace
 
 

@@ -14,10 +14,10 @@ from agentdbg.engine import events as ev
 from agentdbg.engine.agent import REFLECT_CUE
 from agentdbg.engine.mock_tools import calculator
 from agentdbg.engine.parsers import parse_reflection
+from agentdbg.model.prompt import prompt_at
+from agentdbg.model.runs import EventRun
+from agentdbg.model.state import group_run
 from agentdbg.plans import PlanError, load_plan, parse_plan
-from agentdbg.prompt import prompt_at
-from agentdbg.runs import EventRun
-from agentdbg.state import group_run
 from agentdbg.trace.writer import write_trace
 
 BAD_THEN_GOOD = [

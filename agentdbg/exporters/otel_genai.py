@@ -32,7 +32,7 @@ from agentdbg.exporters.runs import (
     turn_text,
     written_call,
 )
-from agentdbg.state import CallRecord, StepRecord
+from agentdbg.model.state import CallRecord, StepRecord
 
 NAME = "otel-genai"
 DESCRIPTION = "OpenTelemetry GenAI spans in OTLP/JSON, one trace per run"

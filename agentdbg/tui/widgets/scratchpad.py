@@ -16,8 +16,8 @@ from collections import OrderedDict
 from rich.text import Text
 from textual.strip import Strip
 
-from agentdbg.prompt import prompt_at
-from agentdbg.state import PlanProgress, StepRecord, plan_progress
+from agentdbg.model.prompt import prompt_at
+from agentdbg.model.state import PlanProgress, StepRecord, plan_progress
 from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane, wrap

@@ -46,6 +46,8 @@ LABEL_STYLES = {
     "Replayed": "bold blue",
     "Operation": "bold blue",
     "Plan": "bold blue",
+    "Plan item": "blue",
+    "Replan": "bold blue",
     "Reflection": "bold magenta",
 }
 MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",

@@ -321,7 +321,7 @@ class StepRecord:
         elif self.tool is not None:
             lines.append(("Action", self.call))
         if self.item:
-            lines.append(("Plan item", f"{self.item}: carried out without asking the policy"))
+            lines.append(("Plan item", f"{self.item} (carried out without asking the policy)"))
         if self.approval is not None:
             lines.append(("Approval", self.approval_text()))
         if self.replayed is not None:

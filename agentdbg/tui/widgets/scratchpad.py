@@ -36,6 +36,8 @@ LABEL_STYLES = {
     "Replayed": "bold blue",
     "Operation": "bold blue",
     "Plan": "bold blue",
+    "Plan item": "blue",
+    "Replan": "bold blue",
     "Reflection": "bold magenta",
 }
 # How the plan panel marks each item (see state.PlanProgress).

@@ -85,7 +85,7 @@ class Memory(Protocol):
     """What the loop needs from a memory: a prompt for the policy, and a turn to remember.
     Both return the memory events they caused, so the tiers can be rebuilt from events."""
 
-    def settings(self) -> dict: ...
+    def settings(self) -> dict[str, Any]: ...
 
     def reset(self) -> None: ...
 
@@ -106,7 +106,7 @@ class StepResult:
     observation: str | None = None
     error: ToolError | None = None
     decision: Decision | None = None  # a dangerous tool's approval
-    replayed: dict | None = None  # the observation is an operation's recorded result
+    replayed: dict[str, Any] | None = None  # the observation is an operation's recorded result
     observations: list[str] = field(default_factory=list)  # one per call, in call order
     reflection: str | None = None  # a reflection step's critique
     item: int = 0  # the plan item this step carried out (1-based), 0 when the policy was asked
@@ -365,7 +365,10 @@ class AgentRun:
             return result
         result = StepResult(step=number)
         self.steps.append(result)
-        emit = lambda event: self._emit(event, result)  # noqa: E731
+
+        def emit(event: ev.Event) -> None:
+            self._emit(event, result)
+
         emit(ev.StepStart(step=number))
 
         if agent.memory is not None:
@@ -464,7 +467,10 @@ class AgentRun:
         agent = self.agent
         result = StepResult(step=number, item=self.plan_next + 1)
         self.steps.append(result)
-        emit = lambda event: self._emit(event, result)  # noqa: E731
+
+        def emit(event: ev.Event) -> None:
+            self._emit(event, result)
+
         emit(ev.StepStart(step=number))
         action = result.parsed = self.plan[self.plan_next]
         self.plan_next += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.approval import Approver
@@ -36,7 +37,7 @@ def dispatch_calls(registry: ToolRegistry, actions: Sequence[Action], *, step: i
     for a tool's failure."""
     results: list[GatedCall | None] = [None] * len(actions)
     plain = [i for i, action in enumerate(actions) if not needs_containment(registry, action.name)]
-    futures: dict[int, Future] = {}
+    futures: dict[int, Future[Any]] = {}
     pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(plain)), thread_name_prefix="calls") if plain else None
     try:
         for i in plain:

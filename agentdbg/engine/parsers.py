@@ -105,7 +105,7 @@ _PLAN = re.compile(r"^[ \t]*Plan[ \t]*:[ \t]*$", re.M)
 _PLAN_ITEM = re.compile(r"^[ \t]*(\d{1,4})[.)][ \t]*(.*)$")
 
 
-def _bracket_plan(text: str, plan: re.Match) -> ActionPlan:
+def _bracket_plan(text: str, plan: re.Match[str]) -> ActionPlan:
     """``Plan:`` then numbered lines ``1. name[argument]``, one call each (blank lines and
     text after the last item end the plan)."""
     actions: list[Action] = []

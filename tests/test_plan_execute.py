@@ -148,3 +148,20 @@ def test_a_reader_that_does_not_know_plans_still_opens_the_trace(sample_plans, t
     first = run.record(1)
     assert first.plan is None and [r.note for r in first.raw] == ["type 'plan'"]
     assert run.record(3).tool == "calculator" and run.record(3).observation == "18.0"
+
+
+@pytest.mark.parametrize("name", ["kv_tax_replan", "kv_parallel", "library_reflexion"])
+def test_checkpoints_carry_the_new_counts_and_every_state_equals_the_fold(sample_plans, tmp_path, name):
+    events = load_plan(sample_plans / f"{name}.toml").run().events
+    trace = tmp_path / "run.jsonl"
+    write_trace(trace, [events], checkpoint_every=2)
+    assert trace.read_text().count('"type":"checkpoint"') >= 1
+    from agentdbg.trace.reader import open_trace
+
+    folded = group_run(events)
+    with open_trace(trace) as document:
+        document.wait(10)
+        run = document.runs[0]
+        for step in range(run.step_count + 1):
+            assert run.state_at(step) == folded.state_at(step)
+    assert folded.final_state().policy_calls == {"kv_tax_replan": 4, "kv_parallel": 4, "library_reflexion": 6}[name]

@@ -17,6 +17,7 @@ from agentdbg.model.prompt import prompt_at
 from agentdbg.model.runs import EventRun
 from agentdbg.model.state import group_run, plan_progress
 from agentdbg.plans import load_plan
+from agentdbg.trace.reader import open_trace
 from agentdbg.trace.writer import write_trace
 
 
@@ -156,8 +157,6 @@ def test_checkpoints_carry_the_new_counts_and_every_state_equals_the_fold(sample
     trace = tmp_path / "run.jsonl"
     write_trace(trace, [events], checkpoint_every=2)
     assert trace.read_text().count('"type":"checkpoint"') >= 1
-    from agentdbg.trace.reader import open_trace
-
     folded = group_run(events)
     with open_trace(trace) as document:
         document.wait(10)

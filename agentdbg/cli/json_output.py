@@ -57,4 +57,12 @@ def record_dict(record: StepRecord) -> dict[str, Any]:
             "args": record.approval.args},
         "key": record.key or None,
         "replayed": record.replayed,
+        "calls": [{"tool": call.tool, "args": call.args, "call": call.call, "id": call.id or None,
+                   "observation": call.observation, "observation_error": call.observation_error,
+                   "error_kind": call.error_kind, "error": call.error} for call in record.calls] or None,
+        "plan": None if record.plan is None else {"items": record.plan.items, "revision": record.plan.revision},
+        "plan_item": record.item or None,
+        "reflection": None if record.reflection is None else {"text": record.reflection.text,
+                                                              "on_step": record.reflection.on_step},
+        "asked_policy": record.asked_policy,
     }

@@ -33,9 +33,13 @@ LABEL_STYLES = {
     "Approval": "bold magenta",
     "Replayed": "bold blue",
     "Operation": "bold blue",
+    "Plan": "bold blue",
+    "Plan item": "blue",
+    "Replan": "bold blue",
+    "Reflection": "bold magenta",
 }
 MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
-                 "repeat": "bold yellow", "raw": "magenta"}
+                 "repeat": "bold yellow", "raw": "magenta", "plan": "bold blue", "reflection": "bold magenta"}
 
 
 def plural(count: int, word: str) -> str:
@@ -181,7 +185,8 @@ def step_block(record: StepRecord, width: int) -> Text:
     marker (final, tripped, error, repeat)."""
     rows: list[tuple[str, str, str | Text]] = []
     for label, text in record.transcript():
-        if label == "Observation" and record.error is not None and record.error not in (text or ""):
+        if label == "Observation" and record.error is not None and not record.calls \
+                and record.error not in (text or ""):
             rows.append(("", "Error", f"{_clean(record.error_kind)}: {_text(record.error)}"))
         rows.append(("", label, _text(text)))
     if record.parse_error is not None:

@@ -78,6 +78,9 @@ from agentdbg.trace.index import (
 )
 from agentdbg.trace.index import (
     _STRUCTURE_TYPES as _STRUCTURE_TYPES,
+    _STEP_LINES as _STEP_LINES,
+    _STEP_LINE_BYTES as _STEP_LINE_BYTES,
+    _OTHER_STRUCTURE as _OTHER_STRUCTURE,
 )
 from agentdbg.trace.index import (
     CHUNK_BYTES as CHUNK_BYTES,

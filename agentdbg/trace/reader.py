@@ -65,6 +65,9 @@ from agentdbg.trace.index import (
     _KIND_AT as _KIND_AT,
 )
 from agentdbg.trace.index import (
+    _OTHER_STRUCTURE as _OTHER_STRUCTURE,
+)
+from agentdbg.trace.index import (
     _OVERLAP as _OVERLAP,
 )
 from agentdbg.trace.index import (
@@ -74,13 +77,16 @@ from agentdbg.trace.index import (
     _STEP as _STEP,
 )
 from agentdbg.trace.index import (
+    _STEP_LINE_BYTES as _STEP_LINE_BYTES,
+)
+from agentdbg.trace.index import (
+    _STEP_LINES as _STEP_LINES,
+)
+from agentdbg.trace.index import (
     _STRUCTURE as _STRUCTURE,
 )
 from agentdbg.trace.index import (
     _STRUCTURE_TYPES as _STRUCTURE_TYPES,
-    _STEP_LINES as _STEP_LINES,
-    _STEP_LINE_BYTES as _STEP_LINE_BYTES,
-    _OTHER_STRUCTURE as _OTHER_STRUCTURE,
 )
 from agentdbg.trace.index import (
     CHUNK_BYTES as CHUNK_BYTES,

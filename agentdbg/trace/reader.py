@@ -31,7 +31,7 @@ from __future__ import annotations
 from agentdbg.trace.document import (
     _RUN_START_LINE as _RUN_START_LINE,
 )
-from agentdbg.trace.document import (  # noqa: F401
+from agentdbg.trace.document import (
     SNIFF_BYTES as SNIFF_BYTES,
 )
 from agentdbg.trace.document import (
@@ -91,7 +91,7 @@ from agentdbg.trace.index import (
 from agentdbg.trace.index import (
     CHUNK_BYTES as CHUNK_BYTES,
 )
-from agentdbg.trace.index import (  # noqa: F401
+from agentdbg.trace.index import (
     FIRST_CHUNK_BYTES as FIRST_CHUNK_BYTES,
 )
 from agentdbg.trace.index import (
@@ -103,7 +103,7 @@ from agentdbg.trace.index import (
 from agentdbg.trace.run import (
     FAST_FOLD_AFTER as FAST_FOLD_AFTER,
 )
-from agentdbg.trace.run import (  # noqa: F401
+from agentdbg.trace.run import (
     RECORD_CACHE as RECORD_CACHE,
 )
 from agentdbg.trace.run import (
@@ -121,7 +121,7 @@ from agentdbg.trace.run import (
 from agentdbg.trace.source import (
     _BOM as _BOM,
 )
-from agentdbg.trace.source import (  # noqa: F401
+from agentdbg.trace.source import (
     MAX_LINE_BYTES as MAX_LINE_BYTES,
 )
 from agentdbg.trace.source import (

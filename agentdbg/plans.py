@@ -33,7 +33,9 @@ from agentdbg.engine.grid import (
 from agentdbg.engine.grid_policies import GRID_AGENTS, GridPolicy
 from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
 from agentdbg.engine.journal import OperationJournal
-from agentdbg.engine.memory import RECALL_QUERIES, TieredMemory
+from agentdbg.engine.memory import INDEXES, RECALL_QUERIES, TieredMemory
+from agentdbg.engine.memory_ann import INSTALL_HINT as ANN_INSTALL_HINT
+from agentdbg.engine.memory_ann import ann_available
 from agentdbg.engine.memory_embedding import HashedBagOfWords
 from agentdbg.engine.memory_summary import SUMMARIZERS
 from agentdbg.engine.mock_tools import KeyValueStore, calculator, pretend, scripted, table_lookup
@@ -569,7 +571,7 @@ class _Builder:
     def memory(self, spec: dict) -> TieredMemory:
         """[memory]: the tiered memory (see docs/memory.md); a fresh one per run."""
         known = {"max_turns", "summary", "summary_max_chars", "recall_k", "recall_query",
-                 "min_score", "embedding_dim"}
+                 "min_score", "embedding_dim", "index"}
         for key in spec:
             if key not in known:
                 raise self.where.error(f"[memory]: unknown key {key!r}; known: {', '.join(sorted(known))}", "memory", key=key)
@@ -580,6 +582,12 @@ class _Builder:
         recall_query = self.want(spec, "recall_query", str, "memory", default="last_turn", label="[memory]")
         min_score = self.want(spec, "min_score", (int, float), "memory", default=0.0, label="[memory]")
         dim = self.want(spec, "embedding_dim", int, "memory", default=256, label="[memory]")
+        index = self.want(spec, "index", str, "memory", default="linear", label="[memory]")
+        if index not in INDEXES:
+            raise self.where.error(f"[memory]: index must be {' or '.join(INDEXES)}, got {index!r}", "memory", key="index")
+        if index == "ann" and recall_k > 0 and not ann_available():
+            raise self.where.error(f"[memory]: index = \"ann\" needs the usearch library, which is not installed: "
+                                   f"{ANN_INSTALL_HINT}, or use index = \"linear\"", "memory", key="index")
         if summary != "off" and summary not in SUMMARIZERS:
             raise self.where.error(
                 f"[memory]: summary must be {', '.join(SUMMARIZERS)} or off, got {summary!r}", "memory", key="summary")
@@ -603,6 +611,7 @@ class _Builder:
                 recall_k=recall_k,
                 min_score=float(min_score),
                 recall_query=recall_query,
+                index=index,
             )
         except ValueError as exc:
             raise self.where.error(f"[memory]: {exc}", "memory") from None

@@ -42,6 +42,7 @@ from agentdbg.engine.memory_summary import (
 )
 
 RECALL_QUERIES = ("last_turn", "task", "task_and_last_turn")
+INDEXES = ("linear", "ann")  # how semantic memory finds its nearest turns
 SCORE_DIGITS = 4  # recall scores are written rounded, so events stay short and stable
 
 SUMMARY_HEADER = "Summary of earlier steps:"
@@ -92,7 +93,7 @@ class Recalled:
     index: int
 
 
-def _scorer(query: Sequence[float]) -> Callable[[Sequence[float]], float]:
+def dot_scorer(query: Sequence[float]) -> Callable[[Sequence[float]], float]:
     """The dot product with ``query``. A sparse query (a bag of words has a few non-zero
     buckets) multiplies only its non-zero dimensions: the same sum without its zero terms,
     so the same scores, several times faster."""
@@ -114,8 +115,8 @@ class SemanticMemory:
     """Texts with embeddings, recalled by cosine similarity.
 
     ``recall`` scans every stored vector: exact, simple, and fine for thousands of items
-    (see ``docs/memory.md`` for measured times; past ~10k items per recall, use an
-    approximate nearest-neighbour index instead). Vectors are normalised when added and
+    (see ``docs/memory.md`` for measured times; past ~10k items per recall, use the
+    approximate nearest-neighbour index, ``semantic_memory("ann")``). Vectors are normalised when added and
     kept as packed doubles (8 bytes a dimension), so a recall costs one dot product per item."""
 
     def __init__(self) -> None:
@@ -144,7 +145,7 @@ class SemanticMemory:
         query = normalized([float(x) for x in query_embedding])
         if len(query) != self.dim:
             raise ValueError(f"query has {len(query)} dimensions, this memory holds {self.dim}")
-        score = _scorer(query)
+        score = dot_scorer(query)
         best = heapq.nsmallest(k, ((-score(vector), index) for index, vector in enumerate(self._vectors)))
         return [Recalled(self._texts[index], -negative, index) for negative, index in best]
 
@@ -162,6 +163,18 @@ class SemanticMemory:
         return len(self._texts)
 
 
+def semantic_memory(index: str = "linear") -> SemanticMemory:
+    """An empty semantic memory searched by ``index``: ``linear`` or ``ann`` (raises
+    ``memory_ann.AnnUnavailable``, an ImportError, when usearch is not installed)."""
+    if index == "ann":
+        from agentdbg.engine.memory_ann import AnnSemanticMemory
+
+        return AnnSemanticMemory()  # type: ignore[return-value]  # the same interface
+    if index != "linear":
+        raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
+    return SemanticMemory()
+
+
 _DEFAULT: Any = object()
 
 
@@ -177,6 +190,8 @@ class TieredMemory:
       that share something with the query).
     - ``recall_query``: what recall searches with: ``last_turn`` (the newest turn in the
       buffer; the task line before there is one), ``task``, or ``task_and_last_turn``.
+    - ``index``: ``linear`` (default: ``SemanticMemory``, an exact scan) or ``ann`` (an
+      HNSW index, ``memory_ann.AnnSemanticMemory``; needs ``agentdbg[ann]``).
 
     A turn evicted from the buffer is folded into the summary and stored in semantic
     memory; the buffer therefore never duplicates what recall brings back.
@@ -190,6 +205,7 @@ class TieredMemory:
         recall_k: int = 2,
         min_score: float = 0.0,
         recall_query: str = "last_turn",
+        index: str = "linear",
     ):
         if recall_k < 0:
             raise ValueError(f"recall_k must be 0 or more, got {recall_k}")
@@ -197,6 +213,8 @@ class TieredMemory:
             raise ValueError(f"recall_query must be one of {', '.join(RECALL_QUERIES)}, got {recall_query!r}")
         if not -1.0 <= min_score <= 1.0:
             raise ValueError(f"min_score must be between -1 and 1, got {min_score}")
+        if index not in INDEXES:
+            raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
         self.buffer = BufferMemory(max_turns)
         self.summarizer = ExtractiveSummarizer() if summarizer is _DEFAULT else summarizer
         if embedder is _DEFAULT or (embedder is None and recall_k > 0):
@@ -205,7 +223,8 @@ class TieredMemory:
         self.recall_k = recall_k
         self.min_score = min_score
         self.recall_query = recall_query
-        self.semantic: SemanticMemory | None = SemanticMemory() if recall_k > 0 else None
+        self.index = index
+        self.semantic: SemanticMemory | None = semantic_memory(index) if recall_k > 0 else None
         self.summary = ""
         self.recalled: list[dict] = []  # what the latest build_context recalled, as emitted
         self.query: str | None = None  # what it searched with (None: no recall ran)
@@ -228,6 +247,8 @@ class TieredMemory:
                 "min_score": self.min_score,
                 "query": self.recall_query,
             }
+            if self.index != "linear":  # said only when not the default: older headers stay as they were
+                semantic["index"] = self.index
         return {"kind": "tiered", "max_turns": self.buffer.max_turns, "summary": summary, "semantic": semantic}
 
     def reset(self) -> None:

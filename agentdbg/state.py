@@ -131,6 +131,14 @@ class StepRecord:
         return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
 
     @property
+    def called_tool(self) -> str | None:
+        """The tool this step called: its action's tool, unless a guard stopped the action
+        before it ran (a repeat, the token budget: a trip and no observation)."""
+        if self.tripped is not None and self.observation is None:
+            return None
+        return self.tool
+
+    @property
     def is_error(self) -> bool:
         return self.error_kind is not None or self.parse_error is not None or self.observation_error
 
@@ -341,10 +349,10 @@ class RunState:
 
     def advance(self, record: StepRecord) -> RunState:
         calls = dict(self.tool_calls)
-        if record.tool is not None:
-            made, failed = calls.get(record.tool, [0, 0])
+        if record.called_tool is not None:
+            made, failed = calls.get(record.called_tool, [0, 0])
             tool_failed = record.error_kind is not None or record.observation_error
-            calls[record.tool] = [made + 1, failed + (1 if tool_failed else 0)]
+            calls[record.called_tool] = [made + 1, failed + (1 if tool_failed else 0)]
         guards = record.guards
         trips = self.trips
         if record.tripped is not None:
@@ -591,7 +599,7 @@ class Tally:
                    state.replayed)
 
     def add(self, record: StepRecord) -> None:
-        self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
+        self.add_parts(record.step, record.called_tool, record.error_kind is not None, record.parse_error is not None,
                        record.observation_error, record.guards, record.answer,
                        None if record.tripped is None else (record.tripped.guard, record.tripped.message),
                        len(record.raw), None if record.end is None else record.end.outcome)

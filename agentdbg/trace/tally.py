@@ -118,7 +118,7 @@ def fold_steps(tally: Tally, first: int, offsets, end: int, pread: Callable[[int
         failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"
         step_error = match.start("error") >= 0
         parse_error = match.start("parse") >= 0
-        if tool is not None:
+        if tool is not None and not (observation < 0 and match.start("tripped") >= 0):  # a guard stopped it
             name = names.get(tool)
             if name is None:
                 name = names[tool] = _value(tool)

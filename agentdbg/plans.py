@@ -51,6 +51,7 @@ from agentdbg.engine.policies import (
     ScriptedPlan,
     ToyScript,
 )
+from agentdbg.engine.texts import AGENTDBG, TEXTS
 from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
 from agentdbg.files import OpenError, read_bounded, read_head, size_text
 
@@ -173,6 +174,7 @@ class _Builder:
         self.path = path
         self.allow_code = allow_code
         self.allow_network = allow_network
+        self.texts = AGENTDBG  # the plan's texts = "...", read first by plan()
 
     def want(self, table: dict, key: str, kind: type | tuple, section: str, index: int = 0,
              default: Any = ..., label: str = "") -> Any:
@@ -217,10 +219,14 @@ class _Builder:
         expected = self.want(data, "expected", (str, int), "", default=None)
         expected = None if expected is None else str(expected)
         known = {"name", "task", "description", "task_label", "expected", "guards", "tools", "policy",
-                 "memory", "executes_code", "calls_model", "grid"}
+                 "memory", "executes_code", "calls_model", "grid", "texts"}
         for key in data:
             if key not in known:
                 raise self.where.error(f"unknown key {key!r}; a plan has {', '.join(sorted(known))}", "", key=key)
+        texts_name = self.want(data, "texts", str, "", default="agentdbg")
+        if texts_name not in TEXTS:
+            raise self.where.error(f"texts must be one of {', '.join(TEXTS)}, got {texts_name!r}", "", key="texts")
+        self.texts = TEXTS[texts_name]
         tool_specs = self.want(data, "tools", list, "", default=[])
         guards = self.want(data, "guards", dict, "", default={})
         policy_spec = self.want(data, "policy", dict, "")
@@ -253,6 +259,7 @@ class _Builder:
                 name=name,
                 source=source,
                 expected=expected,
+                texts=self.texts,
             )
 
         return Plan(name, task, description, self.path, data, build_agent,
@@ -285,8 +292,8 @@ class _Builder:
                 return out
 
             make()
-            if max_steps < 1:
-                raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+            if max_steps < 0:
+                raise ValueError(f"max_steps must be 0 or more, got {max_steps}")
         except ValueError as exc:
             raise self.where.error(f"[guards]: {exc}", "guards") from None
         return {"max_steps": max_steps, "guards": make, "tool_timeout": float(timeout)}
@@ -318,7 +325,8 @@ class _Builder:
             elif kind in ("kv_set", "kv_get"):
                 store_name = self.want(spec, "store", str, "tools", index, default="default", label=label)
                 store = stores.setdefault(store_name, KeyValueStore())
-                tool = store.set_tool(name, description) if kind == "kv_set" else store.get_tool(name, description)
+                tool = store.set_tool(name, description) if kind == "kv_set" else \
+                    store.get_tool(name, description, missing=self.texts.kv_missing)
             elif kind == "scripted":
                 responses = self.want(spec, "responses", list, "tools", index, label=label)
                 params = self.want(spec, "params", dict, "tools", index, default={}, label=label)

@@ -101,3 +101,8 @@ from agentdbg.engine.mock_tools import pretend  # noqa: E402
 from agentdbg.engine.tools import dangerous  # noqa: E402
 
 __all__ += ["ApprovalRequest", "Decision", "OperationJournal", "dangerous", "pretend"]
+
+# The words the loop writes itself (error observations, retry prompts, end of budget).
+from agentdbg.engine.texts import TEXTS, LoopTexts, get_texts  # noqa: E402
+
+__all__ += ["TEXTS", "LoopTexts", "get_texts"]

@@ -8,7 +8,7 @@ live run and a batch run share one code path. Everything the loop does is an eve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agentdbg.engine import events as ev
@@ -26,6 +26,7 @@ from agentdbg.engine.journal import OperationJournal
 from agentdbg.engine.operations import gated_dispatch
 from agentdbg.engine.parsers import Action, FinalAnswer, Step, get_parser
 from agentdbg.engine.policies import Policy, as_policy
+from agentdbg.engine.texts import AGENTDBG, LoopTexts
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
 from agentdbg.engine.tools import ToolError, ToolRegistry
 from agentdbg.engine.verdicts import judge_answer
@@ -59,12 +60,14 @@ class Outcome:
     guard: str | None = None
     message: str = ""
     steps: int = 0
+    text: str | None = None  # what the run's texts say for this outcome, when they word it
 
     def describe(self) -> str:
-        """The answer, or what interrupted the run (``INTERRUPTED: ...``)."""
+        """The answer, or what interrupted the run (``INTERRUPTED: ...``, or the run's
+        texts' own words: ``budget exhausted`` for the ToyLLM loop's)."""
         if self.status == "answered":
             return self.answer or ""
-        return OUTCOME_TEXT.get(self.status, self.status)
+        return self.text or OUTCOME_TEXT.get(self.status, self.status)
 
 
 class Memory(Protocol):
@@ -93,6 +96,7 @@ class StepResult:
     error: ToolError | None = None
     decision: Decision | None = None  # a dangerous tool's approval
     replayed: dict | None = None  # the observation is an operation's recorded result
+    value: Any = None  # what the tool returned, its Python type kept (a ToolError when it failed)
     trip: Trip | None = None
     outcome: Outcome | None = None  # set when the run ended in this step
 
@@ -124,13 +128,20 @@ class Trace:
         return self.outcome.answer
 
     @property
-    def tool_calls(self) -> list[tuple[str, Any, str]]:
-        """(tool, args, observation) for every tool call that ran: a scripted plan's audit log."""
+    def tool_calls(self) -> list[tuple[str, Any, Any]]:
+        """(tool, args, observation) for every tool call that ran: a scripted plan's audit
+        log. The observation is what the tool returned, its Python type kept (``42``, not
+        ``"42"``; a ``ToolError`` for a failed call); the trace stores its text."""
         calls = []
         for step in self.steps:
             if step.action is not None and step.observation is not None and step.parse_error is None:
-                calls.append((step.action.name, step.action.args, step.observation))
+                calls.append((step.action.name, step.action.args, step.value))
         return calls
+
+    @property
+    def turns_used(self) -> int:
+        """Tool calls made (the ToyLLM loop's "turns used": its action turns)."""
+        return len(self.tool_calls)
 
     def history_lines(self) -> list[str]:
         """The ToyLLM walkthrough's pretty trace: ``[00   user] task`` then thought / action / final turns."""
@@ -144,6 +155,8 @@ class Trace:
                 turns.append(("final", step.parsed.answer or ""))
             elif step.observation is not None:
                 turns.append(("action", f"{step.parsed.call} -> {step.observation}"))
+        if self.outcome.status != "answered" and self.outcome.text:  # e.g. "budget exhausted"
+            turns.append(("final", self.outcome.text))
         return [f"[{i:02d} {HISTORY_LABELS[kind]}] {text}" for i, (kind, text) in enumerate(turns)]
 
 
@@ -186,12 +199,16 @@ class ReActAgent:
         source: str = "",
         expected: str | None = None,
         approver: Approver | None = None,
+        texts: LoopTexts = AGENTDBG,
     ):
         """``approver`` decides on each call to a dangerous tool before it runs (see
-        ``agentdbg.engine.approval``); without one such calls are denied."""
+        ``agentdbg.engine.approval``); without one such calls are denied. ``texts``: the
+        words the loop writes itself (``agentdbg.engine.texts``). ``max_steps=0`` runs no
+        step: the run ends at once, its trace empty."""
         self.policy = as_policy(policy)
         self.registry = registry
-        self.guards = GuardSet.of(max_steps, guards)
+        self.texts = texts
+        self.guards = GuardSet.of(max_steps, guards, allow_zero=True)
         self.step_budget = self.guards.step_budget
         self.repetition = self.guards.repetition
         self.errors = self.guards.errors
@@ -294,7 +311,13 @@ class AgentRun:
             raise RuntimeError("the run has ended")
         agent = self.agent
         number = len(self.steps) + 1
-        if agent.policy.exhausted:  # an empty script: the run ends before its first step
+        if agent.step_budget.max_steps == 0:  # a budget of no steps: nothing runs
+            result = StepResult(step=0)
+            text = agent.texts.budget
+            self._finish(result, Outcome("budget exhausted", guard=agent.step_budget.name, steps=0, text=text,
+                                         message=text or "step budget exhausted: 0 steps allowed"))
+            return result
+        if agent.policy.exhausted and not agent.texts.script_ends_with_answer:  # an empty script
             result = StepResult(step=0)
             self._finish(result, Outcome("script exhausted", steps=len(self.steps),
                                          message="the scripted policy has no more outputs"))
@@ -371,16 +394,18 @@ class AgentRun:
             key, result.decision, result.replayed = gated.key, gated.decision, gated.replayed
             if gated.text is not None:  # denied, or an operation's recorded result: nothing ran
                 result.observation, answered_error = gated.text, gated.error
+                result.value = gated.text
             else:
                 value = _as_text(gated.value, action.name)
                 if isinstance(value, ToolError):
-                    result.error = value
+                    result.error = result.value = value
                     emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool))
-                    result.observation = gated.observation(value.observation)
+                    result.observation = gated.observation(agent.texts.tool_error(value))
                 else:
+                    result.value = gated.value
                     result.observation = gated.observation(value)
         else:
-            result.observation = f"ERROR: {result.parse_error}"
+            result.observation = agent.texts.parse_error(result.parse_error or "")
         is_error = result.error is not None or result.parse_error is not None or answered_error
         emit(ev.Observation(step=number, text=result.observation, error=is_error, key=key, replayed=result.replayed))
         self.transcript += "\nObservation: " + result.observation
@@ -397,7 +422,7 @@ class AgentRun:
         if trip is not None:
             return self._stop(result, trip, step_tokens)
         self._counters(result, step_tokens)
-        if agent.policy.exhausted:
+        if agent.policy.exhausted and not agent.texts.script_ends_with_answer:
             self._finish(result, Outcome("script exhausted", steps=number,
                                          message="the scripted policy has no more outputs"))
         return result
@@ -415,9 +440,13 @@ class AgentRun:
 
     def _stop(self, result: StepResult, trip: Trip, step_tokens: int) -> StepResult:
         self._counters(result, step_tokens)
+        text = self.agent.texts.budget if trip.guard == self.agent.step_budget.name else None
+        if text:
+            trip = replace(trip, message=text)
         result.trip = trip
         self._emit(ev.GuardTripped(step=result.step, guard=trip.guard, message=trip.message), result)
-        self._finish(result, Outcome(trip.outcome, guard=trip.guard, message=trip.message, steps=result.step))
+        self._finish(result, Outcome(trip.outcome, guard=trip.guard, message=trip.message, steps=result.step,
+                                     text=text))
         return result
 
     def _finish(self, result: StepResult, outcome: Outcome) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from agentdbg import regex
 from agentdbg.engine.parsers import get_parser
+from agentdbg.engine.texts import SCRIPT_END_ANSWER
 
 
 class Policy:
@@ -68,8 +69,8 @@ class _Script(Policy):
         return self.position >= len(self.outputs) and (self.then == "stop" or not self.outputs)
 
     def respond(self, prompt: str) -> Any:
-        if self.exhausted:
-            raise IndexError("the script has no more outputs")
+        if self.exhausted:  # asked again past its end: it finishes, as the ToyLLM script does
+            return _FINISH.get(self.format, _FINISH["bracket"])(SCRIPT_END_ANSWER)
         output = self.outputs[min(self.position, len(self.outputs) - 1)]
         self.position += 1
         return output
@@ -77,6 +78,17 @@ class _Script(Policy):
     def describe(self) -> str:
         repeat = ", then repeats the last" if self.then == "repeat" else ""
         return f"{self.kind}: {len(self.outputs)} scripted outputs ({self.format} format{repeat})"
+
+
+# A finish step in each format, for a script asked past its end.
+_FINISH: dict[str, Callable[[str], Any]] = {
+    "plan": lambda answer: ("finish", {"answer": answer}),
+    "script": lambda answer: {"kind": "finish", "content": answer},
+    "bracket": lambda answer: f"Final Answer: {answer}",
+    "json": lambda answer: f"Final Answer: {answer}",
+    "colon": lambda answer: f"Answer: {answer}",
+    "numbered": lambda answer: f"Action: Finish[{answer}]",
+}
 
 
 class ScriptedPlan(_Script):

@@ -119,9 +119,8 @@ class AnnSemanticMemory:
         self._texts.append(text)
 
     def add_many(self, texts: Sequence[str], embeddings: Any, threads: int = 1) -> None:
-        """Add many items at once (a 2-D array, one row per text), for loading a large store.
-        Rows are normalised with numpy (a last-bit difference from ``add`` is possible).
-        ``threads=1`` inserts in the order stored, one at a time, as ``add`` does; more
+        """Add many items at once (a 2-D array, one row per text), for loading a large store:
+        the items ``add`` would store, one call to the index. ``threads=1`` inserts in the order stored, one at a time, as ``add`` does; more
         threads build faster, a graph that may differ from one run to the next."""
         np = self._np
         matrix = np.asarray(embeddings, dtype=np.float64)
@@ -130,8 +129,13 @@ class AnnSemanticMemory:
         self._check_dim(matrix.shape[1])
         if not np.isfinite(matrix).all():
             raise ValueError("an embedding must contain finite numbers only")
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        # Normalised as ``add`` normalises (math.fsum), so the doubles are the same to the
+        # bit; a slice at a time, so a million rows never become Python floats all at once.
+        unit = np.empty_like(matrix)
+        for at in range(0, len(matrix), 65536):
+            rows = matrix[at:at + 65536].tolist()
+            unit[at:at + len(rows)] = [normalized(row) for row in rows]
+        matrix = unit
         new_nodes, new_rows = [], []
         for row, text in enumerate(texts):
             node = self._place(matrix[row])

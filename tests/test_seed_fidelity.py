@@ -84,6 +84,9 @@ def test_the_sample_plan_and_its_budget_of_no_steps(capsys, tmp_path):
     code, out, err = run_cli(capsys, "stats", "--json", tmp_path / "none.jsonl")
     [run] = json.loads(out)["runs"]
     assert code == 0 and (run["steps"], run["outcome"], run["tools"]) == (0, "budget exhausted", {})
+    for source in (tmp_path / "none.toml", tmp_path / "none.jsonl"):  # a budget ran out, before any step
+        code, out, _ = run_cli(capsys, "check", source, "--fail-on", "budget")
+        assert code == 1 and "run ended before its first step: budget exhausted" in " ".join(out.split())
 
 
 # --- the ToyLLM agent loop -------------------------------------------------------------------

@@ -128,6 +128,12 @@ def test_tools_register_from_plain_functions_and_bound_methods_as_the_walkthroug
     assert (kv_get.name, kv_get.param_types) == ("kv_get", {"key": "str"})
     assert (kv_set.name, kv_set.param_types) == ("kv_set", {"key": "str", "value": "str"})
     assert kv_set.description == "Store a value under a key."
+    registry = ToolRegistry()
+    registry.register(Tool("ping", "", {}, lambda: "pong"))
+    with pytest.raises(TypeError, match="needs the function too"):
+        registry.register("calculator")
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register("ping", lambda: "again")
 
 
 def test_toyllm_failures_read_error_and_missing_and_a_script_that_runs_out_answers():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentdbg.engine import ReActAgent, Tool, ToolRegistry, ToyScript, Trace
+from agentdbg.engine import ReActAgent, ToolRegistry, ToyScript, Trace
 from agentdbg.engine.mock_tools import safe_eval
 from agentdbg.engine.texts import TOYLLM
 
@@ -47,12 +47,12 @@ class KVStore:
 
 
 def registry() -> ToolRegistry:
+    tools = ToolRegistry()
+    tools.register("calculator", calculator)
     kv = KVStore()
-    return ToolRegistry([
-        Tool.from_function(calculator),
-        Tool.from_function(kv.get, name="kv_get"),
-        Tool.from_function(kv.set, name="kv_set"),
-    ])
+    tools.register("kv_get", kv.get)
+    tools.register("kv_set", kv.set)
+    return tools
 
 
 def agent(script: list[dict[str, Any]] | None = None, max_steps: int = 10) -> ReActAgent:

@@ -1,6 +1,6 @@
 """Semantic memory behind an approximate nearest-neighbour index (HNSW, from usearch).
 
-``AnnSemanticMemory`` has the interface of ``memory.SemanticMemory`` (``add``, ``recall``,
+``AnnSemanticMemory`` has the interface of ``memory_semantic.SemanticMemory`` (``add``, ``recall``,
 ``texts``, ``clear``, ``len``) and gives the same results on small stores: the index only
 proposes candidates; each candidate is then scored exactly (float64 cosine, as the linear
 scan scores it) and ranked with the same tie rule (equal scores: the earlier stored
@@ -18,8 +18,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agentdbg.engine.memory import Recalled, dot_scorer
 from agentdbg.engine.memory_embedding import normalized
+from agentdbg.engine.memory_semantic import Recalled, dot_scorer
 
 INSTALL_HINT = 'pip install "agentdbg[ann]"'
 # Candidates asked of the index per result wanted, and at least this many: enough that

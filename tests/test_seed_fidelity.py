@@ -249,3 +249,12 @@ def test_stats_does_not_count_a_call_the_token_budget_stopped(capsys):
     code, out, _ = run_cli(capsys, "stats", "--json", SEEDS.parent / "token_budget_small.toml")
     [run] = json.loads(out)["runs"]
     assert run["outcome"] == "token budget exhausted" and run["tools"] == {"catalog": 2, "loans": 1}
+
+
+def test_with_the_toyllm_texts_a_rules_policy_that_is_spent_still_stops_as_before():
+    from agentdbg.engine import Rule, RulePolicy
+
+    registry = ToolRegistry([Tool("noop", "", {}, lambda: "ok")])
+    policy = RulePolicy([Rule.build("Action: noop[]", once=True)])
+    trace = ReActAgent(policy, registry, texts=TOYLLM).run("x")
+    assert trace.outcome.status == "script exhausted" and trace.tool_calls == [("noop", "", "ok")]

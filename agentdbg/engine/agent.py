@@ -317,7 +317,7 @@ class AgentRun:
             self._finish(result, Outcome("budget exhausted", guard=agent.step_budget.name, steps=0, text=text,
                                          message=text or "step budget exhausted: 0 steps allowed"))
             return result
-        if agent.policy.exhausted and not agent.texts.script_ends_with_answer:  # an empty script
+        if self._script_over():  # an empty script
             result = StepResult(step=0)
             self._finish(result, Outcome("script exhausted", steps=len(self.steps),
                                          message="the scripted policy has no more outputs"))
@@ -422,10 +422,17 @@ class AgentRun:
         if trip is not None:
             return self._stop(result, trip, step_tokens)
         self._counters(result, step_tokens)
-        if agent.policy.exhausted and not agent.texts.script_ends_with_answer:
+        if self._script_over():
             self._finish(result, Outcome("script exhausted", steps=number,
                                          message="the scripted policy has no more outputs"))
         return result
+
+    def _script_over(self) -> bool:
+        """The policy has nothing left to say, and the run stops (``script exhausted``)
+        rather than asking it once more: with texts whose scripts answer when they run
+        out, a script is asked, and finishes."""
+        policy = self.agent.policy
+        return policy.exhausted and not (self.agent.texts.script_ends_with_answer and policy.answers_past_end)
 
     def _fail(self, result: StepResult, kind: str, exc: Exception, step_tokens: int = 0) -> StepResult:
         """Something the loop depends on raised: record it and end the run, never crash."""

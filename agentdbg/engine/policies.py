@@ -20,6 +20,8 @@ class Policy:
     kind: str = "policy"
     # True when ``reported_tokens`` gives what a call really cost (a model API's usage).
     reports_usage: bool = False
+    # True when ``respond`` past the end (``exhausted``) answers a finish instead of failing.
+    answers_past_end: bool = False
     # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,
     # say) in the trace as it happens, as a raw event of the step.
     on_note: Callable[[str, dict], None] | None = None
@@ -52,6 +54,7 @@ class Policy:
 
 
 class _Script(Policy):
+    answers_past_end = True
     def __init__(self, outputs: Sequence[Any], format: str, then: str = "stop"):
         get_parser(format)  # fail early on an unknown format
         if then not in ("stop", "repeat"):

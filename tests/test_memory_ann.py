@@ -79,6 +79,29 @@ def test_recall_at_5_is_at_least_0_95_on_a_larger_store():
     assert hits / total >= 0.95
 
 
+def test_recall_at_5_is_at_least_0_95_on_distinct_clustered_vectors():
+    rng = random.Random(11)
+    centres = [[rng.gauss(0, 1) for _ in range(32)] for _ in range(60)]
+
+    def near() -> list[float]:
+        centre = rng.choice(centres)
+        return [x + rng.gauss(0, 0.5) for x in centre]
+
+    vectors = [near() for _ in range(6000)]
+    ann = AnnSemanticMemory()
+    ann.add_many([str(i) for i in range(len(vectors))], vectors)
+    linear = SemanticMemory()
+    for i, vector in enumerate(vectors):
+        linear.add(str(i), vector)
+    assert len(ann._members) == 6000  # all distinct: one node each
+    hits = 0
+    for _ in range(40):
+        query = near()
+        kth = linear.recall(query, 5)[-1].score
+        hits += sum(r.score >= kth for r in ann.recall(query, 5))
+    assert hits / 200 >= 0.95
+
+
 def test_identical_vectors_share_a_node_and_come_back_in_the_order_stored():
     ann = AnnSemanticMemory()
     for i in range(10):

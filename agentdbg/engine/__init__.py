@@ -65,8 +65,9 @@ __all__ = [
 ]
 
 # Memory tiers, rule policies and token estimation.
-from agentdbg.engine.memory import BufferMemory, Recalled, SemanticMemory, TieredMemory  # noqa: E402
+from agentdbg.engine.memory import BufferMemory, TieredMemory  # noqa: E402
 from agentdbg.engine.memory_embedding import HashedBagOfWords  # noqa: E402
+from agentdbg.engine.memory_semantic import Recalled, SemanticMemory  # noqa: E402
 from agentdbg.engine.memory_summary import (  # noqa: E402
     ExtractiveSummarizer,
     TruncatingSummarizer,

@@ -168,7 +168,7 @@ class AnnSemanticMemory:
         # the same scores to the last bit, so ties break the same way.
         score = dot_scorer(query.tolist())
         vectors = self._index.get(nodes, dtype=np.float64)
-        ranked = []
+        ranked: list[tuple[float, int]] = []
         for node, vector in zip(nodes.tolist(), vectors, strict=True):
             negative = -score(vector.tolist())
             ranked.extend((negative, item) for item in self._members[node][:k])

@@ -56,7 +56,7 @@ class SemanticMemory:
 
     def __init__(self) -> None:
         self._texts: list[str] = []
-        self._vectors: list[array] = []  # unit vectors, 8 bytes a dimension
+        self._vectors: list[array[float]] = []  # unit vectors, 8 bytes a dimension
         self.dim: int | None = None
 
     def add(self, text: str, embedding: Sequence[float]) -> None:

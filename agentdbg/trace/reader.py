@@ -31,11 +31,12 @@ import re
 import threading
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, overload
 
+from agentdbg.cache import LRUCache
 from agentdbg.engine import events as ev
 from agentdbg.files import OpenError, open_regular, read_head, size_text, unreadable_text
 from agentdbg.model.runs import Document, Problem
@@ -299,7 +300,7 @@ class _Source:
             return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
         return event
 
-    def _declared_tools(self, data: dict, offset: int) -> dict:
+    def _declared_tools(self, data: dict[str, Any], offset: int) -> dict[str, Any]:
         """A run_start whose ``tools`` is damaged keeps its task and settings: the tool specs
         that can be read are kept (none when ``tools`` is not a list) and the rest reported."""
         tools = data["tools"]
@@ -321,7 +322,7 @@ class _Source:
         self.report(offset, f"run_start: 'tools': {what}")
         return {**data, "tools": kept}
 
-    def _check_header(self, header: dict, offset: int) -> None:
+    def _check_header(self, header: dict[str, Any], offset: int) -> None:
         """A header (the first line, or one inside a file made by concatenating traces)."""
         if header.get("format") != fmt.FORMAT_NAME:
             named = repr(header.get("format"))
@@ -655,7 +656,7 @@ class TraceIndex:
             source.report(self.start, f"{unshaped - 1:,} more run_start, step or checkpoint lines not in the trace layout")
 
 
-class TraceRuns(Sequence):
+class TraceRuns(Sequence[Any]):
     """The runs of a trace as a sequence whose items are made when first asked for: a
     file of a million runs costs its offsets, not a million objects. The most recently
     used runs are kept, so asking twice gives the same object."""
@@ -663,13 +664,19 @@ class TraceRuns(Sequence):
     def __init__(self, source: _Source, index: TraceIndex):
         self._source = source
         self._index = index
-        self._made: OrderedDict[int, TraceRun] = OrderedDict()
+        self._made: LRUCache[int, TraceRun] = LRUCache(RUN_CACHE)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self._index.run_count
 
-    def __getitem__(self, item):
+    @overload
+    def __getitem__(self, item: int) -> TraceRun: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> list[TraceRun]: ...
+
+    def __getitem__(self, item: int | slice) -> TraceRun | list[TraceRun]:
         if isinstance(item, slice):
             return [self[i] for i in range(*item.indices(len(self)))]
         count = len(self)
@@ -678,12 +685,9 @@ class TraceRuns(Sequence):
             raise IndexError(f"no run {item}: the file has {count} runs")
         with self._lock:
             run = self._made.get(number)
-            if run is not None:
-                self._made.move_to_end(number)
-                return run
-            run = self._made[number] = TraceRun(self._source, self._index, number)
-            if len(self._made) > RUN_CACHE:
-                self._made.popitem(last=False)
+            if run is None:
+                run = TraceRun(self._source, self._index, number)
+                self._made.set(number, run)
             return run
 
     def __eq__(self, other: object) -> bool:
@@ -712,8 +716,8 @@ class TraceRun:
         self.number = run + 1
         self._info: RunInfo | None = None
         self._header: list[ev.Event] | None = None
-        self._records: OrderedDict[int, tuple[int, StepRecord]] = OrderedDict()  # step -> (where it ended, record)
-        self._states: OrderedDict[int, RunState] = OrderedDict()
+        self._records: LRUCache[int, tuple[int, StepRecord]] = LRUCache(RECORD_CACHE)  # step -> (its end, record)
+        self._states: LRUCache[int, RunState] = LRUCache(STATE_CACHE)
         self._bad_checkpoints: set[int] = set()
         self._milestones: dict[int, RunState] = {}
         self._milestone_steps: list[int] = []
@@ -819,7 +823,7 @@ class TraceRun:
         return None
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         """Events between the run's header and its first step."""
         return tuple(e for e in self._header_events()
                      if not isinstance(e, (ev.RunStart, ev.RunEnd, ev.Checkpoint, ev.StepStart)))
@@ -851,8 +855,8 @@ class TraceRun:
             if first + step < stop:
                 end = index.steps[first + step]
             else:  # the last step: a followed run's newest step ends where the file ends now
-                end = index._run_end(self._run)
-                end = self._source.data_end if end is None else end
+                run_end = index._run_end(self._run)
+                end = self._source.data_end if run_end is None else run_end
         return start, end
 
     def record(self, step: int) -> StepRecord:
@@ -860,21 +864,18 @@ class TraceRun:
         with self._cache_lock:
             cached = self._records.get(step)
             if cached is not None and cached[0] == end:
-                self._records.move_to_end(step)
                 return cached[1]
         record = StepRecord.from_events(step, self._source.decode_span(start, end, step))
         with self._cache_lock:
             if cached is not None:  # the step grew (a followed file): what was derived from it goes
                 self._forget_from(step)
-            self._records[step] = (end, record)
-            if len(self._records) > RECORD_CACHE:
-                self._records.popitem(last=False)
+            self._records.set(step, (end, record))
         return record
 
     def _forget_from(self, step: int) -> None:
         """Drop the states derived from ``step`` on (call with the cache lock held)."""
-        for number in [n for n in self._states if n >= step]:
-            del self._states[number]
+        for number in [n for n in self._states.keys() if n >= step]:
+            self._states.discard(number)
         for number in [n for n in self._milestones if n >= step]:
             del self._milestones[number]
         self._milestone_steps = [n for n in self._milestone_steps if n < step]
@@ -908,7 +909,6 @@ class TraceRun:
         with self._cache_lock:
             cached = self._states.get(step)
             if cached is not None:
-                self._states.move_to_end(step)
                 return cached
         base_step, state = self._base_state(step)
         for number in range(base_step + 1, step + 1):
@@ -936,9 +936,7 @@ class TraceRun:
 
     def _keep_state(self, step: int, state: RunState, milestone: bool = False) -> None:
         with self._cache_lock:
-            self._states[step] = state
-            if len(self._states) > STATE_CACHE:
-                self._states.popitem(last=False)
+            self._states.set(step, state)
             # Every CHECKPOINT_EVERY steps a state is kept for good: a file without
             # checkpoints gets the same cheap random access once it has been read through.
             if (milestone or step % fmt.CHECKPOINT_EVERY == 0) and step not in self._milestones:

@@ -1,7 +1,7 @@
 """Semantic memory behind an approximate nearest-neighbour index (HNSW, from usearch).
 
 ``AnnSemanticMemory`` has the interface of ``memory_semantic.SemanticMemory`` (``add``, ``recall``,
-``texts``, ``clear``, ``len``) and gives the same results on small stores: the index only
+``texts``, ``clear``, ``len``) and gives its results on small stores: the index only
 proposes candidates; each candidate is then scored exactly (float64 cosine, as the linear
 scan scores it) and ranked with the same tie rule (equal scores: the earlier stored
 first). On large stores a true neighbour can be missed (recall@k is measured in
@@ -22,8 +22,9 @@ from agentdbg.engine.memory_embedding import normalized
 from agentdbg.engine.memory_semantic import Recalled, dot_scorer
 
 INSTALL_HINT = 'pip install "agentdbg[ann]"'
-# Candidates asked of the index per result wanted, and at least this many: enough that
-# scoring them exactly puts the same top k first as the linear scan on tied scores too.
+# Candidates asked of the index per result wanted, and at least this many: re-scored
+# exactly, they give the linear scan's top k, ties included unless more turns tie at the
+# k-th score than there are candidates.
 OVERSAMPLE = 4
 MIN_CANDIDATES = 32
 EXPANSION_SEARCH = 128  # HNSW beam width at query time (usearch's default: 64)

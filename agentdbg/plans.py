@@ -218,8 +218,10 @@ class _Builder:
         # The right answer, when the plan knows it: the run's end then says correct or wrong.
         expected = self.want(data, "expected", (str, int), "", default=None)
         expected = None if expected is None else str(expected)
+        # Reflexion-style: after a failed step, the policy is asked to critique it before it tries again.
+        reflect = self.want(data, "reflect", bool, "", default=False)
         known = {"name", "task", "description", "task_label", "expected", "guards", "tools", "policy",
-                 "memory", "executes_code", "calls_model", "grid", "texts"}
+                 "memory", "executes_code", "calls_model", "grid", "reflect", "texts"}
         for key in data:
             if key not in known:
                 raise self.where.error(f"unknown key {key!r}; a plan has {', '.join(sorted(known))}", "", key=key)
@@ -260,6 +262,7 @@ class _Builder:
                 source=source,
                 expected=expected,
                 texts=self.texts,
+                reflect=reflect,
             )
 
         return Plan(name, task, description, self.path, data, build_agent,

@@ -9,7 +9,9 @@ from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, StepBudget, Tok
 from agentdbg.engine.mock_tools import KeyValueStore, calculator, safe_eval, scripted, table_lookup
 from agentdbg.engine.parsers import (
     Action,
+    ActionPlan,
     FinalAnswer,
+    ParallelCalls,
     parse_bracket_action,
     parse_colon_action,
     parse_json_action,
@@ -30,12 +32,14 @@ from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
 __all__ = [
     "SCHEMA_VERSION",
     "Action",
+    "ActionPlan",
     "AgentRun",
     "CallablePolicy",
     "ErrorBudget",
     "Event",
     "FinalAnswer",
     "KeyValueStore",
+    "ParallelCalls",
     "Outcome",
     "Policy",
     "ReActAgent",

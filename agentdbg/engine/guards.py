@@ -228,8 +228,39 @@ class GuardSet:
         repeated = self.repetition.check(signature, shown)
         return trip or repeated
 
+    def decide_calls(self, tokens: int, calls: list[tuple[str, str]]) -> Trip | None:
+        """``decide`` for a turn of several calls (``(signature, shown)`` each): the turn's
+        tokens are spent once and every call is compared, in order, with the calls before
+        it, this turn's included. A trip stops the whole turn: none of its calls runs. The
+        counter reports the worst repeat of the turn (in the consecutive mode, the streak
+        the last call ends)."""
+        trip = self.tokens.spend(tokens)
+        repeated, worst = None, 0
+        for signature, shown in calls:
+            found = self.repetition.check(signature, shown)
+            repeated = repeated or found
+            worst = max(worst, self.repetition.count)
+        if self.repetition.mode == "any":
+            self.repetition.count = worst
+        return trip or repeated
+
+    def reflected(self, tokens: int) -> Trip | None:
+        """A reflection turn: it spends tokens and calls nothing, so the repeat and error
+        counters are left as they were (a critique between two failures neither resets
+        nor adds to a streak)."""
+        return self.tokens.spend(tokens)
+
     def observed(self, is_error: bool) -> Trip | None:
         return self.errors.observe(is_error)
+
+    def observed_calls(self, failed: list[bool]) -> Trip | None:
+        """The observations of a turn's calls, in order: each failed call counts towards
+        the error budget, each successful one ends the streak."""
+        for is_error in failed:
+            trip = self.errors.observe(is_error)
+            if trip is not None:  # the streak stays where it tripped
+                return trip
+        return None
 
     def step_done(self, step: int) -> Trip | None:
         return self.step_budget.check(step)

@@ -87,6 +87,15 @@ def _value(data: bytes) -> Any:
     return _scan(data.decode("utf-8", "replace"), 0)[0]
 
 
+def count_tools(data: bytes, start: int, stop: int) -> dict[bytes, int]:
+    """How often each tool (its name as written) is called in ``data[start:stop]``, whole
+    lines, in the order first called."""
+    counted: dict[bytes, int] = {}
+    for tool in ACTION_TOOL.findall(data, start, stop):
+        counted[tool] = counted.get(tool, 0) + 1
+    return counted
+
+
 class Folder:
     """Folds steps into a ``Tally`` in order: ``step`` one step's bytes (or its record),
     ``plain`` a stretch of plain steps (``agentdbg.trace.scan``), ``finish`` at the end."""
@@ -131,11 +140,14 @@ class Folder:
                 match = _STEP.fullmatch(data, start, stop)
             else:  # a last line without its newline is read all the same
                 match = _STEP.fullmatch(data[start:stop] + b"\n")
+            if match is not None and data.count(b'{"type":"action"', start, stop) > 1:
+                match = None  # several calls in one step: each counted, the ordinary way
         if match is None:
             self.decoded(number)
             return
         tally = self.tally
         calls = tally.tool_calls
+        tally.policy_calls += 1  # a plan item's action (with "item") is not in the pattern: this step asked
         tool = match.group("tool")
         observation = match.start("observation")
         failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"
@@ -168,14 +180,16 @@ class Folder:
         if outcome is not None:
             tally.outcome = _value(outcome)
 
-    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int]) -> None:
+    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int],
+              counted: dict[bytes, int] | None = None) -> None:
         """Plain steps up to ``last``, ``data[start:stop]``: each calls at most one tool and
         changes no other counter but the guard counters (the last guards line's, or a
-        step's without one). ``guards_step(at)`` is the step holding offset ``at``."""
+        step's without one). ``guards_step(at)`` is the step holding offset ``at``;
+        ``counted``, the stretch's ``count_tools`` when known already."""
         calls = self.tally.tool_calls
-        counted: dict[bytes, int] = {}
-        for tool in ACTION_TOOL.findall(data, start, stop):
-            counted[tool] = counted.get(tool, 0) + 1
+        self.tally.policy_calls += last - self.tally.step  # a plain step asked the policy (no plan item)
+        if counted is None:
+            counted = count_tools(data, start, stop)
         for tool, times in counted.items():
             name = self._name(tool)
             made, bad = calls.get(name, (0, 0))
@@ -237,7 +251,7 @@ def sketch(number: int, data: bytes, start: int, stop: int) -> Sketch | None:
     if stop <= start or data[stop - 1:stop] != b"\n" or stop - start > FAST_STEP_BYTES:
         return None
     match = _STEP.fullmatch(data, start, stop)
-    if match is None:
+    if match is None or data.count(b'{"type":"action"', start, stop) > 1:  # several calls: decode them
         return None
     regs = match.regs  # every group's span in one call: a check sketches many steps
     observation, failed_at = regs[_OBSERVATION][0], regs[_FAILED][0]

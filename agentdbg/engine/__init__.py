@@ -69,8 +69,9 @@ __all__ = [
 ]
 
 # Memory tiers, rule policies and token estimation.
-from agentdbg.engine.memory import BufferMemory, Recalled, SemanticMemory, TieredMemory  # noqa: E402
+from agentdbg.engine.memory import BufferMemory, TieredMemory  # noqa: E402
 from agentdbg.engine.memory_embedding import HashedBagOfWords  # noqa: E402
+from agentdbg.engine.memory_semantic import Recalled, SemanticMemory  # noqa: E402
 from agentdbg.engine.memory_summary import (  # noqa: E402
     ExtractiveSummarizer,
     TruncatingSummarizer,
@@ -105,3 +106,8 @@ from agentdbg.engine.mock_tools import pretend  # noqa: E402
 from agentdbg.engine.tools import dangerous  # noqa: E402
 
 __all__ += ["ApprovalRequest", "Decision", "OperationJournal", "dangerous", "pretend"]
+
+# The words the loop writes itself (error observations, retry prompts, end of budget).
+from agentdbg.engine.texts import TEXTS, LoopTexts, get_texts  # noqa: E402
+
+__all__ += ["TEXTS", "LoopTexts", "get_texts"]

@@ -8,7 +8,7 @@ live run and a batch run share one code path. Everything the loop does is an eve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agentdbg.engine import events as ev
@@ -35,6 +35,7 @@ from agentdbg.engine.parsers import (
     parse_reflection,
 )
 from agentdbg.engine.policies import Policy, as_policy
+from agentdbg.engine.texts import AGENTDBG, LoopTexts
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
 from agentdbg.engine.tools import ToolError, ToolRegistry
 from agentdbg.engine.verdicts import judge_answer
@@ -73,12 +74,14 @@ class Outcome:
     guard: str | None = None
     message: str = ""
     steps: int = 0
+    text: str | None = None  # what the run's texts say for this outcome, when they word it
 
     def describe(self) -> str:
-        """The answer, or what interrupted the run (``INTERRUPTED: ...``)."""
+        """The answer, or what interrupted the run (``INTERRUPTED: ...``, or the run's
+        texts' own words: ``budget exhausted`` for the ToyLLM loop's)."""
         if self.status == "answered":
             return self.answer or ""
-        return OUTCOME_TEXT.get(self.status, self.status)
+        return self.text or OUTCOME_TEXT.get(self.status, self.status)
 
 
 class Memory(Protocol):
@@ -108,6 +111,7 @@ class StepResult:
     decision: Decision | None = None  # a dangerous tool's approval
     replayed: dict[str, Any] | None = None  # the observation is an operation's recorded result
     observations: list[str] = field(default_factory=list)  # one per call, in call order
+    values: list[Any] = field(default_factory=list)  # what each call returned, its Python type kept
     reflection: str | None = None  # a reflection step's critique
     item: int = 0  # the plan item this step carried out (1-based), 0 when the policy was asked
     trip: Trip | None = None
@@ -153,14 +157,21 @@ class Trace:
         return self.outcome.answer
 
     @property
-    def tool_calls(self) -> list[tuple[str, Any, str]]:
-        """(tool, args, observation) for every tool call that ran: a scripted plan's audit log."""
+    def tool_calls(self) -> list[tuple[str, Any, Any]]:
+        """(tool, args, observation) for every tool call that ran: a scripted plan's audit
+        log. The observation is what the tool returned, its Python type kept (``42``, not
+        ``"42"``; a ``ToolError`` for a failed call); the trace stores its text."""
         calls = []
         for step in self.steps:
-            if step.parse_error is None and step.observations:
-                for action, observation in zip(step.actions, step.observations, strict=False):
-                    calls.append((action.name, action.args, observation))
+            if step.parse_error is None and step.values:
+                for action, value in zip(step.actions, step.values, strict=False):
+                    calls.append((action.name, action.args, value))
         return calls
+
+    @property
+    def turns_used(self) -> int:
+        """Tool calls made (the ToyLLM loop's "turns used": its action turns)."""
+        return len(self.tool_calls)
 
     @property
     def policy_calls(self) -> int:
@@ -180,6 +191,8 @@ class Trace:
             elif step.observations:
                 for action, observation in zip(step.actions, step.observations, strict=False):
                     turns.append(("action", f"{action.call} -> {observation}"))
+        if self.outcome.status != "answered" and self.outcome.text:  # e.g. "budget exhausted"
+            turns.append(("final", self.outcome.text))
         return [f"[{i:02d} {HISTORY_LABELS[kind]}] {text}" for i, (kind, text) in enumerate(turns)]
 
 
@@ -232,15 +245,19 @@ class ReActAgent:
         source: str = "",
         expected: str | None = None,
         approver: Approver | None = None,
+        texts: LoopTexts = AGENTDBG,
         reflect: bool = False,
     ):
         """``approver`` decides on each call to a dangerous tool before it runs (see
-        ``agentdbg.engine.approval``); without one such calls are denied. ``reflect``: after
-        a step whose observation is an error, the next step asks the policy to critique it
-        (a ``reflection`` step) before it tries again."""
+        ``agentdbg.engine.approval``); without one such calls are denied. ``texts``: the
+        words the loop writes itself (``agentdbg.engine.texts``). ``max_steps=0`` runs no
+        step: the run ends at once, its trace empty. ``reflect``: after a step whose
+        observation is an error, the next step asks the policy to critique it (a
+        ``reflection`` step) before it tries again."""
         self.policy = as_policy(policy)
         self.registry = registry
-        self.guards = GuardSet.of(max_steps, guards)
+        self.texts = texts
+        self.guards = GuardSet.of(max_steps, guards, allow_zero=True)
         self.step_budget = self.guards.step_budget
         self.repetition = self.guards.repetition
         self.errors = self.guards.errors
@@ -356,9 +373,15 @@ class AgentRun:
             raise RuntimeError("the run has ended")
         agent = self.agent
         number = len(self.steps) + 1
+        if agent.step_budget.max_steps == 0:  # a budget of no steps: nothing runs
+            result = StepResult(step=0)
+            text = agent.texts.budget
+            self._finish(result, Outcome("budget exhausted", guard=agent.step_budget.name, steps=0, text=text,
+                                         message=text or "step budget exhausted: 0 steps allowed"))
+            return result
         if self.plan_pending:
             return self._plan_item(number)
-        if agent.policy.exhausted:  # an empty script: the run ends before its first step
+        if self._script_over():  # an empty script: the run ends before its first step
             result = StepResult(step=0)
             self._finish(result, Outcome("script exhausted", steps=len(self.steps),
                                          message="the scripted policy has no more outputs"))
@@ -455,7 +478,7 @@ class AgentRun:
             failed = [self._observe(result, action, gated, emit, _call_id(number, index))
                       for index, (action, gated) in enumerate(zip(parsed.actions, results, strict=True), 1)]
         else:
-            text = f"ERROR: {result.parse_error}"
+            text = agent.texts.parse_error(result.parse_error or "")
             emit(ev.Observation(step=number, text=text, error=True))
             result.observations.append(text)
             failed = [True]
@@ -529,18 +552,22 @@ class AgentRun:
             result.decision = result.decision or gated.decision
         if gated.replayed is not None:
             result.replayed = result.replayed or gated.replayed
+        returned: Any = gated.value
         if gated.text is not None:  # denied, or an operation's recorded result: nothing ran
             text, failed = gated.text, gated.error
+            returned = gated.text
         else:
             value = _as_text(gated.value, action.name)
             if isinstance(value, ToolError):
                 result.error = result.error or value
                 emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool, id=call_id))
-                text, failed = gated.observation(value.observation), True
+                text, failed = gated.observation(self.agent.texts.tool_error(value)), True
+                returned = value
             else:
                 text = gated.observation(value)
         emit(ev.Observation(step=number, text=text, error=failed, id=call_id, key=key, replayed=gated.replayed))
         result.observations.append(text)
+        result.values.append(returned)
         return failed
 
     def _step_end(self, result: StepResult, written: str, failed: list[bool], step_tokens: int) -> StepResult:
@@ -566,10 +593,17 @@ class AgentRun:
         if trip is not None:
             return self._stop(result, trip, step_tokens)
         self._counters(result, step_tokens)
-        if agent.policy.exhausted and not self.plan_pending:
+        if self._script_over() and not self.plan_pending:
             self._finish(result, Outcome("script exhausted", steps=number,
                                          message="the scripted policy has no more outputs"))
         return result
+
+    def _script_over(self) -> bool:
+        """The policy has nothing left to say, and the run stops (``script exhausted``)
+        rather than asking it once more: with texts whose scripts answer when they run
+        out, a script is asked, and finishes."""
+        policy = self.agent.policy
+        return policy.exhausted and not (self.agent.texts.script_ends_with_answer and policy.answers_past_end)
 
     def _fail(self, result: StepResult, kind: str, exc: Exception, step_tokens: int = 0) -> StepResult:
         """Something the loop depends on raised: record it and end the run, never crash."""
@@ -584,9 +618,13 @@ class AgentRun:
 
     def _stop(self, result: StepResult, trip: Trip, step_tokens: int) -> StepResult:
         self._counters(result, step_tokens)
+        text = self.agent.texts.budget if trip.guard == self.agent.step_budget.name else None
+        if text:
+            trip = replace(trip, message=text)
         result.trip = trip
         self._emit(ev.GuardTripped(step=result.step, guard=trip.guard, message=trip.message), result)
-        self._finish(result, Outcome(trip.outcome, guard=trip.guard, message=trip.message, steps=result.step))
+        self._finish(result, Outcome(trip.outcome, guard=trip.guard, message=trip.message, steps=result.step,
+                                     text=text))
         return result
 
     def _finish(self, result: StepResult, outcome: Outcome) -> None:

@@ -26,10 +26,12 @@ class StepBudget:
 
     max_steps: int | None
     name: str = "max_steps"
+    allow_zero: bool = False  # the engine's loop runs no step on 0; a recorded run has no such case
 
     def __post_init__(self) -> None:
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        least = 0 if self.allow_zero else 1
+        if self.max_steps is not None and self.max_steps < least:
+            raise ValueError(f"max_steps must be at least {least}, got {self.max_steps}")
 
     def check(self, step: int) -> Trip | None:
         if self.max_steps is not None and step >= self.max_steps:
@@ -178,9 +180,11 @@ class GuardSet:
     tokens: TokenBudget
 
     @classmethod
-    def of(cls, max_steps: int | None, guards: Iterable[Guard] = ()) -> GuardSet:
-        """The step budget and any of the other guards (those left out only count)."""
-        chosen = cls(StepBudget(max_steps), RepetitionGuard(active=False), ErrorBudget(None), TokenBudget(None))
+    def of(cls, max_steps: int | None, guards: Iterable[Guard] = (), allow_zero: bool = False) -> GuardSet:
+        """The step budget and any of the other guards (those left out only count).
+        ``allow_zero``: a budget of 0 steps is accepted (the engine's loop then runs none)."""
+        chosen = cls(StepBudget(max_steps, allow_zero=allow_zero), RepetitionGuard(active=False), ErrorBudget(None),
+                     TokenBudget(None))
         for guard in guards:
             if isinstance(guard, RepetitionGuard):
                 chosen.repetition = guard

@@ -210,6 +210,14 @@ class StepRecord:
         return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
 
     @property
+    def called_tool(self) -> str | None:
+        """The tool this step called: its action's tool, unless a guard stopped the action
+        before it ran (a repeat, the token budget: a trip and no observation)."""
+        if self.tripped is not None and self.observation is None:
+            return None
+        return self.tool
+
+    @property
     def is_error(self) -> bool:
         """The step went wrong: a tool error, unreadable output or an error observation (the
         one definition the ``~error`` filter, the timeline and ``check`` all use)."""
@@ -244,9 +252,10 @@ class StepRecord:
     def count_calls(self, counts: dict[str, list[int]]) -> None:
         """Add this step's calls to ``counts`` (tool -> [calls, failures]) in place."""
         if not self.calls:
-            if self.tool is not None:
-                made, failed = counts.get(self.tool, (0, 0))
-                counts[self.tool] = [made + 1, failed + (1 if self.error_kind is not None or self.observation_error else 0)]
+            tool = self.called_tool  # a call a guard stopped before it ran is not one
+            if tool is not None:
+                made, failed = counts.get(tool, (0, 0))
+                counts[tool] = [made + 1, failed + (1 if self.error_kind is not None or self.observation_error else 0)]
             return
         for call in self.calls:
             made, failed = counts.get(call.tool, (0, 0))
@@ -818,7 +827,7 @@ class Tally:
             self.policy_calls -= 1  # add_parts counts every step as asking the policy
         self.plans += 1 if record.plan is not None else 0
         self.reflections += 1 if record.reflection is not None else 0
-        self.add_parts(record.step, None if record.calls else record.tool, record.error_kind is not None,
+        self.add_parts(record.step, None if record.calls else record.called_tool, record.error_kind is not None,
                        record.parse_error is not None,
                        record.observation_error, record.guards, record.answer,
                        None if record.tripped is None else (record.tripped.guard, record.tripped.message),

@@ -153,7 +153,7 @@ class Folder:
         failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"
         step_error = match.start("error") >= 0
         parse_error = match.start("parse") >= 0
-        if tool is not None:
+        if tool is not None and not (observation < 0 and match.start("tripped") >= 0):  # a guard stopped it
             name = self._name(tool)
             made, bad = calls.get(name, (0, 0))
             calls[name] = [made + 1, bad + (1 if step_error or failed else 0)]

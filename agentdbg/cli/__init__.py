@@ -51,6 +51,7 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--approve", choices=("always", "never"),
                         help="decide every call to a plan's dangerous tools in advance instead of asking each time")
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")
+    parser.add_argument("--step", type=int, metavar="N", help="open at step N of the run (a plan is run that far)")
     parser.add_argument("--version", action="version", version=f"agentdbg {__version__}")
     return parser
 

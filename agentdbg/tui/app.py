@@ -102,7 +102,8 @@ class DebuggerApp(App[None]):
             self.step = step
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
-                 error: str | None = None, save_breakpoints: bool = True, label: str = ""):
+                 error: str | None = None, save_breakpoints: bool = True, label: str = "",
+                 step: int | None = None):
         super().__init__()
         self._poll_timer: Timer | None = None
         self.document: Document | None = None
@@ -123,6 +124,7 @@ class DebuggerApp(App[None]):
         self._close_after_job: list[Document] = []
         self._quitting = False
         self._initial = (document, run_index, error, label)
+        self._initial_step = step  # --step: where the first run opens
         self._problems_seen = 0
         self._document_problems = 0
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
@@ -153,6 +155,8 @@ class DebuggerApp(App[None]):
         document, run_index, error, _ = self._initial
         if document is not None:
             self.set_document(document, run_index)
+            if self._initial_step is not None and self.session is not None:
+                self.go_to_step(self._initial_step)
         else:
             self.show_cursor()
         if error:

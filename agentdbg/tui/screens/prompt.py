@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.validation import Function
+from textual.validation import Function, ValidationResult, Validator
 from textual.widgets import Input, Label
 
 
@@ -72,3 +72,25 @@ def write_screen(initial: str) -> PromptScreen:
     return PromptScreen("Write trace", "Write the current run to this trace file:",
                         value=initial, placeholder="run.jsonl",
                         hint="an existing file is replaced", id="write")
+
+
+class FilterValidator(Validator):
+    """A filter expression, or nothing; the parser's message (what, at which column) when wrong."""
+
+    def validate(self, value: str) -> ValidationResult:
+        from agentdbg.debugger.filters import parse_filter
+
+        if not value.strip():
+            return self.success()
+        try:
+            parse_filter(value)
+        except ValueError as exc:
+            return self.failure(str(exc))
+        return self.success()
+
+
+def view_filter_screen(current: str) -> PromptScreen:
+    return PromptScreen("View filter", "Show only the steps matching (empty: every step):", value=current,
+                        placeholder="e.g. ~error, ~tool search & ~obs timeout, ~step >10",
+                        hint="n / p move between the steps kept; ? lists the filters",
+                        validators=[FilterValidator()], id="view-filter")

@@ -36,9 +36,13 @@ class RunHeader(Widget):
         self.note = Text()  # a run still being written: live or finished, and its agent
         self.run_total = 1
 
-    def show(self, run, step: int, run_index: int = 0, run_total: int = 1) -> None:
+    def show(self, run, step: int, run_index: int = 0, run_total: int = 1, view=None) -> None:
         self.run_total = run_total
         self.left, self.right = self.describe(run, step, run_index, run_total)
+        if view is not None and run is not None:  # a view filter: what it keeps, before the position
+            shown = Text.assemble(("filter ", "dim"), (one_line(view.text, 30), "bold magenta"),
+                                  (f" {len(view):,} of {view.scanned:,} steps", "magenta"), "  ")
+            self.right = shown.append_text(self.right)
         self.refresh()
 
     def set_note(self, note: Text) -> None:

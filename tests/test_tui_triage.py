@@ -4,7 +4,7 @@ them, an empty filter shows every step); `z` folds long observations."""
 
 from __future__ import annotations
 
-from test_tui_support import SIZE, press, settle, status, type_text
+from test_tui_support import SIZE, press, screen_text, settle, status, type_text
 
 from agentdbg.debugger.triage import FAILING_CONDITIONS, Summaries
 from agentdbg.importers.builder import RunBuilder
@@ -123,3 +123,102 @@ async def test_clicking_a_filtered_row_goes_to_its_step():
         await pilot.click("#timeline", offset=(5, 2))  # the second row (below the border): step 4
         await settle(pilot)
         assert app.session.cursor == 4
+
+
+# -- the run list ---------------------------------------------------------------------------
+
+
+def rows(app) -> list[list[str]]:
+    table = app.screen.query_one("#run-list")
+    return [[getattr(cell, "plain", str(cell)).strip() for cell in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def open_list(pilot) -> None:
+    await press(pilot, "r")
+    await pilot.pause(0.1)
+    await settle(pilot)
+
+
+async def test_the_run_list_has_a_column_per_figure_and_marks_failing_runs():
+    app = DebuggerApp(document(), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_list(pilot)
+        table = rows(app)
+        assert table[0] == ["1", "case 1", "answered", "correct", "4", "0", "0", "0"]
+        assert table[1] == ["✗ 2", "case 2", "answered", "correct", "4", "1", "0", "0"]
+        assert table[4][:4] == ["✗ 5", "case 5", "answered", "wrong"]
+        assert table[5][:3] == ["✗ 6", "case 6", "budget exhausted"]
+
+
+async def test_sorting_by_keys_and_by_clicking_a_header():
+    app = DebuggerApp(document(), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_list(pilot)
+        await press(pilot, "s")  # by outcome
+        assert [row[0] for row in rows(app)][-1] == "✗ 6"  # answered < budget exhausted
+        await press(pilot, "s")  # by verdict: wrong first
+        assert rows(app)[0][0] == "✗ 5"
+        await press(pilot, "s", "s")  # by errors, most first
+        assert rows(app)[0][0] == "✗ 2" and app.screen.sort == ("errors", True)
+        assert "err ▼" in screen_text(app)
+        await press(pilot, "S")  # reversed
+        assert rows(app)[-1][0] == "✗ 2"
+        await pilot.click("#run-list", offset=(4, 0))  # the run column's header: back to the file's order
+        await settle(pilot)
+        assert [row[0] for row in rows(app)] == ["1", "✗ 2", "3", "4", "✗ 5", "✗ 6", "7"]
+        await press(pilot, "s")
+        await press(pilot, "escape")
+        assert app.run_sort == ("outcome", False)
+        await open_list(pilot)  # the sort is kept
+        assert rows(app)[-1][0] == "✗ 6" and "outcome ▲" in screen_text(app)
+        await press(pilot, "enter")  # Enter opens the highlighted run
+        assert app.run_index == 0
+
+
+async def test_the_run_list_filters_with_the_filter_language():
+    app = DebuggerApp(document(), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for text, expected in (("~outcome budget", [5]), ("~wrong", [4]), ("~tool calc & ~error", [1]),
+                               ("~error | ~tripped | ~wrong", [1, 4, 5])):
+            await open_list(pilot)
+            await press(pilot, "slash", "ctrl+u")
+            await type_text(pilot, text)
+            await press(pilot, "enter")
+            await settle(pilot)
+            assert app.screen.shown == expected, text
+            assert [row[0].lstrip("✗ ") for row in rows(app)] == [str(i + 1) for i in expected]
+            await press(pilot, "escape")
+
+
+def snapshot_document() -> Document:
+    """Runs with long and hostile names, every outcome and verdict, for the pictures."""
+    names = ["search the catalogue", "an error at step 3", "a plain run", "the [bold]markup[/] stays text",
+             "judged wrong", "stopped by the step budget", "a run with a rather long name that will not fit in the column"]
+    doc = document()
+    for run, name in zip(doc.runs, names, strict=True):
+        run.title = name
+    return doc
+
+
+def snapshot_keys(pilot_keys=()):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await open_list(pilot)
+        for key in pilot_keys:
+            await press(pilot, key)
+        await settle(pilot)
+
+    return run_before
+
+
+def test_the_run_list_at_80x24(snap_compare):
+    app = DebuggerApp(snapshot_document(), save_breakpoints=False)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=snapshot_keys())
+
+
+def test_the_run_list_sorted_by_errors_at_120x40(snap_compare):
+    app = DebuggerApp(snapshot_document(), save_breakpoints=False)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=snapshot_keys(["s", "s", "s", "s"]))

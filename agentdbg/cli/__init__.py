@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
     "rescore": "where other guards would have stopped recorded runs: steps saved, wrong runs caught, correct runs cut",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
+    "export": "every step of every run as a table (--table: Parquet, CSV or JSON Lines) for DuckDB or Spark",
     "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",
 }
 

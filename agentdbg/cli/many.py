@@ -145,13 +145,13 @@ def _say_skipped_and_trouble(command: str, found: inputs.Inputs, results: list[d
     trouble = list(found.refused) + [(e["path"], e["message"]) for e in results if e["status"] == "unreadable"]
     for path, why in sorted(skipped):
         print(f"agentdbg {command}: note: {one_line(path, 300)}: skipped: "
-              f"{one_line(_without_path(why, path), 300)}", file=out)
+              f"{one_line(short_reason(why, path), 300)}", file=out)
     for path, why in trouble:
-        print(f"agentdbg {command}: error: {one_line(path, 300)}: {one_line(_without_path(why, path), 500)}", file=out)
+        print(f"agentdbg {command}: error: {one_line(path, 300)}: {one_line(short_reason(why, path), 500)}", file=out)
     return sorted(skipped), trouble
 
 
-def _without_path(message: str, path: str) -> str:
+def short_reason(message: str, path: str) -> str:
     """Open errors start with the file's name: said once on the line is enough; so does
     their first line (the formats tried are for one file's own command)."""
     prefix = f"{path}: "

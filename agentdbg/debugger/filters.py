@@ -370,6 +370,18 @@ class FAnswer(_Regex):
     field = "answer"
 
 
+class FOutcome(_Regex):
+    code = "~outcome"
+    help = "the run ends here and its outcome matches (answered, budget exhausted, action repeated...)"
+    eventful = True
+
+    def _matches(self, record):
+        return record.end is not None and _search(self.pattern, record.end.outcome)
+
+    def bytes_test(self):
+        return quick.may_be_eventful
+
+
 class FText(_Regex):
     code = "~text"
     help = "anywhere in the step's text: thought, action, output, observation, answer"
@@ -444,7 +456,7 @@ class FTotal(_Compare):
 FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
     for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
-                FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
+                FCorrect, FOutcome, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
                 FApproval, FDenied, FEdited, FReplayed)
 }
 

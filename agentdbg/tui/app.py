@@ -766,10 +766,11 @@ class DebuggerApp(App[None]):
             self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
-        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter)
+        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter, self.summaries, self.run_sort)
 
         def answer(index: int | None) -> None:
-            self.run_filter = switcher.filter_text  # the list opens filtered the same next time
+            self.run_filter = switcher.filter_text  # the list opens filtered and sorted the same next time
+            self.run_sort = switcher.sort
             if index is not None and index != self.run_index:
                 self.run_index = index
                 self.show_run()

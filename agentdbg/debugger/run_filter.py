@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agentdbg.debugger.filters import Filter
+from agentdbg.model.runs import RawSteps
 
 CANCEL_EVERY = 256  # steps between looks at the cancel flag
 PROGRESS_EVERY = 4096  # steps between progress calls
@@ -25,7 +26,7 @@ def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = 
     matches, in order; yields None and ends when ``cancel`` is set."""
     match = flt.predicate()
     cannot_match = flt.bytes_test()
-    step_bytes = getattr(run, "step_bytes", None) if cannot_match is not None else None
+    step_bytes = run.step_bytes if cannot_match is not None and isinstance(run, RawSteps) else None
     last = run.step_count if stop is None else stop
     for step in range(first, last + 1):
         if step % CANCEL_EVERY == 0:
@@ -35,7 +36,7 @@ def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = 
             if progress is not None and step % PROGRESS_EVERY == 0:
                 progress(step)
         try:
-            if callable(step_bytes):
+            if step_bytes is not None:
                 data = step_bytes(step)
                 if data is not None and not cannot_match(step, data):
                     continue

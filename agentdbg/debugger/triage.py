@@ -18,7 +18,7 @@ from typing import Any
 from agentdbg.debugger.filters import parse_filter
 from agentdbg.debugger.run_filter import first_matching_step
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.state import Tally
+from agentdbg.model.state import Tally
 
 FAILING_FILTER = "~error | ~tripped | ~wrong"
 FAILING_CONDITIONS = ("error", "guard", "wrong")  # check --fail-on names of the same

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     except render.InputError as exc:
         return render.fail("check", str(exc))
     if many.is_many(args):
-        return many.run_check(args, names)
+        return many.run_check(args, names, _check, _either)
     args.file = args.files[0]
     try:
         document = following.open_following(args, "check") if args.follow else render.open_input(args)

@@ -27,7 +27,8 @@ from agentdbg.cli import inputs, render
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.text import one_line
 
-# What a worker needs of the command's arguments (plain values: they cross processes).
+# What a worker needs of the command's arguments (plain values, and the command's own
+# per-file functions, passed by reference: they cross processes).
 OPTIONS = ("run", "format", "allow_code", "allow_network", "max_runs", "approve", "fail_on", "max_report", "full")
 MESSAGE_CHARS = 160  # a failing run's reason, on its line
 
@@ -67,7 +68,8 @@ def parallel_map(work: Callable[[str, dict], dict], paths: list[str], options: d
 
 
 def _open(path: str, options: dict) -> Any:
-    args = argparse.Namespace(file=path, follow=False, **options)
+    plain = {name: value for name, value in options.items() if name in OPTIONS}
+    args = argparse.Namespace(file=path, follow=False, **plain)
     return args, render.open_input(args)
 
 
@@ -81,22 +83,18 @@ def _guarded(work: Callable[[str, dict], dict], path: str, options: dict) -> dic
 
 
 def _check_one(path: str, options: dict) -> dict:
-    from agentdbg.cli import check
-
     args, document = _open(path, options)
     try:
-        result = check._check(document, options["fail_on"], args)
+        result = options["check_document"](document, options["fail_on"], args)
     finally:
         document.close()
     return {"path": path, "status": "read", "result": result}
 
 
 def _stats_one(path: str, options: dict) -> dict:
-    from agentdbg.cli import stats
-
     args, document = _open(path, options)
     try:
-        runs = [stats.run_stats(number, run, full=args.full)
+        runs = [options["run_stats"](number, run, full=args.full)
                 for number, run in render.iter_runs(document, args.run, args.max_runs)]
         render.wait_for_index(document)
         if not runs:
@@ -104,7 +102,7 @@ def _stats_one(path: str, options: dict) -> dict:
     finally:
         document.close()
     return {"path": path, "status": "read",
-            "result": {"path": path, "kind": document.kind, "runs": runs, "totals": stats.totals(runs),
+            "result": {"path": path, "kind": document.kind, "runs": runs, "totals": options["totals"](runs),
                        "problems": [str(p) for p in document.problems]}}
 
 
@@ -203,11 +201,14 @@ def failing_runs(result: dict, args: argparse.Namespace) -> Iterator[dict]:
                "reason": reason, "command": open_command(result["path"], entry["run"] if several else None, step, args)}
 
 
-def run_check(args: argparse.Namespace, names: list[str]) -> int:
+def run_check(args: argparse.Namespace, names: list[str], check_document: Callable, either: Callable[[list[str]], str]) -> int:
+    """``check`` over many files: ``check_document(document, names, args)`` is the one-file
+    check, ``either(names)`` says the conditions in a sentence."""
     if args.follow:
         return render.fail("check", "--follow checks one file as it is written, not several")
     try:
-        found, results = _read_all("check", args, check_file, _options(args, fail_on=names, full=False))
+        found, results = _read_all("check", args, check_file, _options(args, fail_on=names, full=False,
+                                                                            check_document=check_document))
     except render.InputError as exc:
         return render.fail("check", str(exc))
     checked = [e["result"] for e in results if e["status"] == "read"]
@@ -234,7 +235,7 @@ def run_check(args: argparse.Namespace, names: list[str]) -> int:
         else:
             _print_failing(failing, damaged, args)
             _print_problems("check", results)
-            _print_check_summary(summary, names)
+            _print_check_summary(summary, either(names))
     except BrokenPipeError:
         render.quiet_broken_pipe()
     if trouble or not checked:
@@ -259,9 +260,7 @@ def _print_failing(failing: list[dict], damaged: list[dict], args: argparse.Name
     sys.stdout.flush()
 
 
-def _print_check_summary(summary: dict, names: list[str]) -> None:
-    from agentdbg.cli.check import _either
-
+def _print_check_summary(summary: dict, conditions: str) -> None:
     console = render.make_console()
     scope = (f"{render.plural(summary['runs'], 'run')} ({render.plural(summary['steps'], 'step')}) "
              f"in {render.plural(summary['files'], 'file')}")
@@ -278,7 +277,7 @@ def _print_check_summary(summary: dict, names: list[str]) -> None:
                     f"{scope} checked{extra}")
     else:  # nothing failed in what was read; what could not be read is not a pass
         line = Text("incomplete", style="bold red") if summary["unreadable"] else Text("ok", style="bold green")
-        line.append(f": no {_either(names)} in {scope}{extra}")
+        line.append(f": no {conditions} in {scope}{extra}")
     render.emit(console, line.append("\n"))
     sys.stdout.flush()
 
@@ -300,21 +299,24 @@ def merge_totals(parts: list[dict]) -> dict:
     return total
 
 
-def run_stats(args: argparse.Namespace) -> int:
+def run_stats(args: argparse.Namespace, run_stats: Callable, totals: Callable, totals_text: Callable[[dict], Text]) -> int:
+    """``stats`` over many files: the one-file command's ``run_stats(number, run, full)``,
+    ``totals(runs)`` and ``totals_text(totals)`` (its "total" line)."""
     try:
-        found, results = _read_all("stats", args, stats_file, _options(args, fail_on=None, max_report=None))
+        found, results = _read_all("stats", args, stats_file, _options(args, fail_on=None, max_report=None,
+                                                                            run_stats=run_stats, totals=totals))
     except render.InputError as exc:
         return render.fail("stats", str(exc))
     read = [e["result"] for e in results if e["status"] == "read"]
-    totals = merge_totals([r["totals"] for r in read])
+    summed = merge_totals([r["totals"] for r in read])
     try:
         skipped, trouble = _say_skipped_and_trouble("stats", found, results)
         if args.json:
-            print(render.dumps({"files": read, "totals": dict(totals, files=len(read)),
+            print(render.dumps({"files": read, "totals": dict(summed, files=len(read)),
                                 "skipped": [{"path": p, "why": w} for p, w in skipped],
                                 "unreadable": [{"path": p, "why": w} for p, w in trouble]}), flush=True)
         else:
-            _print_stats(read, totals, len(skipped), len(trouble))
+            _print_stats(read, summed, len(skipped), len(trouble), totals_text)
             _print_problems("stats", results)
     except BrokenPipeError:
         render.quiet_broken_pipe()
@@ -325,21 +327,18 @@ def run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _file_line(result: dict) -> Text:
-    from agentdbg.cli.stats import _totals
-
+def _file_line(result: dict, totals_text: Callable[[dict], Text]) -> Text:
     line = Text(one_line(result["path"], 200), style="bold magenta")
-    line.append_text(_totals(result["totals"])[len("total"):])  # the same figures, the path for "total"
+    line.append_text(totals_text(result["totals"])[len("total"):])  # the same figures, the path for "total"
     return line
 
 
-def _print_stats(read: list[dict], totals: dict, skipped: int, unreadable: int) -> None:
-    from agentdbg.cli.stats import _totals
-
+def _print_stats(read: list[dict], totals: dict, skipped: int, unreadable: int,
+                 totals_text: Callable[[dict], Text]) -> None:
     console = render.make_console()
     for result in read:
-        render.emit(console, _file_line(result).append("\n"))
-    line = _totals(totals)
+        render.emit(console, _file_line(result, totals_text).append("\n"))
+    line = totals_text(totals)
     line.append(f" in {render.plural(len(read), 'file')}")
     if skipped:
         line.append(f"; {render.plural(skipped, 'file')} skipped")

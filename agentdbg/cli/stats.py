@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if many.is_many(args):
-        return many.run_stats(args)
+        return many.run_stats(args, run_stats, totals, _totals)
     args.file = args.files[0]
     try:
         document = render.open_input(args)

@@ -222,3 +222,19 @@ def test_the_run_list_at_80x24(snap_compare):
 def test_the_run_list_sorted_by_errors_at_120x40(snap_compare):
     app = DebuggerApp(snapshot_document(), save_breakpoints=False)
     assert snap_compare(app, terminal_size=(120, 40), run_before=snapshot_keys(["s", "s", "s", "s"]))
+
+
+async def test_a_sort_orders_every_run_of_the_file_not_only_those_listed(monkeypatch):
+    from agentdbg.tui.screens import lists
+
+    monkeypatch.setattr(lists, "RUN_LIST", 3)  # a file with more runs than the list shows
+    app = DebuggerApp(document(), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await open_list(pilot)
+        assert len(rows(app)) == 3 and rows(app)[0][0] == "1"
+        await press(pilot, "s", "s")  # by verdict: the wrong run 5 was not listed before
+        await pilot.pause(0.1)
+        await settle(pilot)
+        assert rows(app)[0][0] == "✗ 5"
+        assert "sorted: all 7 runs (the top 3 listed)" in screen_text(app)

@@ -21,6 +21,7 @@ from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.header import VERDICT_STYLES, outcome_style, outcome_text
 
 RUN_LIST = 500  # runs listed at once in the run switcher
+SORT_RUNS = 20_000  # runs a sort orders (the file's, or a filter's picks): the first this many
 FILL_BATCH_SECONDS = 0.05  # summaries read in the background reach the table this often
 # Sortable columns: key, header, default order descending (the largest first).
 COLUMNS = (("run", "run", False), ("name", "name", False), ("outcome", "outcome", False),
@@ -89,6 +90,7 @@ class RunSwitcher(ModalScreen[int | None]):
         self.sort = sort  # (column, descending), None: in the file's order
         first = max(0, min(current - RUN_LIST // 2, self.count - RUN_LIST))
         self.shown: list[int] = list(range(first, min(first + RUN_LIST, self.count)))
+        self.matches: list[int] | None = None  # a filter's picks (None: no filter)
         self.listed: list[int] = []  # the rows of the table, in order
         self._cancel = threading.Event()
         self._fill_cancel = threading.Event()
@@ -160,14 +162,28 @@ class RunSwitcher(ModalScreen[int | None]):
         return [number, title, outcome_cell, verdict_cell, count(summary.steps, ""),
                 count(summary.errors, "bold red"), count(summary.repeats, "bold yellow"), count(summary.tokens, "")]
 
+    @property
+    def sorting(self) -> bool:
+        return self.sort is not None and self.sort != ("run", False)
+
+    def _pool(self) -> list[int]:
+        """The runs the table is made from: those shown; sorted, the file's runs or the
+        filter's picks (their first ``SORT_RUNS``), of which the first ``RUN_LIST`` are listed."""
+        if not self.sorting:
+            return self.shown[:RUN_LIST]
+        if self.matches is not None:
+            return self.matches[:SORT_RUNS]
+        return list(range(min(self.count, SORT_RUNS)))
+
     def _order(self, indexes: list[int]) -> list[int]:
-        listed = indexes[:RUN_LIST]
-        if self.sort is None or self.sort[0] == "run" and not self.sort[1]:
-            return listed
+        if not self.sorting:
+            return indexes[:RUN_LIST]
         column, descending = self.sort
-        keyed = [(sort_key(column, i, run_title(i, self.runs[i]), self.summaries.known(i)), i) for i in listed]
+        keyed = [(sort_key(column, i, run_title(i, self.runs[i]) if column == "name" else "",
+                           self.summaries.known(i)), i) for i in indexes]
         known = sorted((pair for pair in keyed if pair[0][0] == 0), key=lambda pair: pair[0], reverse=descending)
-        return [i for _, i in known] + [i for key, i in keyed if key[0] != 0]  # stable: ties keep run order
+        ordered = [i for _, i in known] + [i for key, i in keyed if key[0] != 0]  # stable: ties keep run order
+        return ordered[:RUN_LIST]
 
     def _highlighted(self) -> int | None:
         """The run the cursor is on (None when the table is empty)."""
@@ -179,7 +195,7 @@ class RunSwitcher(ModalScreen[int | None]):
         if highlighted is None:
             highlighted = self._highlighted()
         table.clear()
-        self.listed = self._order(self.shown)
+        self.listed = self._order(self._pool())
         for index in self.listed:
             table.add_row(*self._cells(index), key=str(index))
         target = highlighted if highlighted in self.listed else (self.current if self.current in self.listed else None)
@@ -207,7 +223,10 @@ class RunSwitcher(ModalScreen[int | None]):
     def _start_summaries(self) -> None:
         self._fill_cancel.set()
         cancel = self._fill_cancel = threading.Event()
-        wanted = [i for i in self.shown[:RUN_LIST] if self.summaries.known(i) is None]
+        listed = set(self.listed)  # the rows on screen first, then the rest a sort needs
+        pool = self._pool()
+        wanted = [i for i in pool if i in listed] + [i for i in pool if i not in listed]
+        wanted = [i for i in wanted if self.summaries.known(i) is None]
         self._filled = not wanted
         if wanted:
             self.run_worker(partial(self._read_summaries, wanted, cancel), thread=True, group="run-summaries")
@@ -215,32 +234,47 @@ class RunSwitcher(ModalScreen[int | None]):
     def _read_summaries(self, wanted: list[int], cancel: threading.Event) -> None:
         batch: list[int] = []
         last = time.monotonic()
-        for index in wanted:
+        for done, index in enumerate(wanted, 1):
             if cancel.is_set():
                 return
             self.summaries.get(index)
             batch.append(index)
             if time.monotonic() - last >= FILL_BATCH_SECONDS:
-                self.app.call_from_thread(self._update_rows, batch, cancel, False)
+                self.app.call_from_thread(self._update_rows, batch, cancel, False, (done, len(wanted)))
                 batch, last = [], time.monotonic()
         if not cancel.is_set():
-            self.app.call_from_thread(self._update_rows, batch, cancel, True)
+            self.app.call_from_thread(self._update_rows, batch, cancel, True, (len(wanted), len(wanted)))
 
-    def _update_rows(self, indexes: list[int], cancel: threading.Event, done: bool) -> None:
+    def _update_rows(self, indexes: list[int], cancel: threading.Event, done: bool,
+                     progress: tuple[int, int] = (0, 0)) -> None:
         if cancel.is_set():
             return
+        if self.sorting and not done:
+            self.query_one("#run-filter-status", Static).update(
+                Text(f"reading runs to sort them: {progress[0]:,} of {progress[1]:,}…", style="bold cyan"))
         table = self.query_one("#run-list", DataTable)
         keys = [key for key, _, _ in COLUMNS]
+        listed = set(self.listed)
         for index in indexes:
-            if index not in self.listed:
+            if index not in listed:
                 continue
             for key, value in zip(keys, self._cells(index), strict=True):
                 table.update_cell(str(index), key, value)
         if done:
             self._filled = True
-            if self.sort is not None:
-                self._fill_table()  # every row known now: sorted for real
-                self.query_one("#run-filter-status", Static).update(self._status)
+            if self.sorting:
+                self._fill_table()  # every run known now: sorted for real
+                self.query_one("#run-filter-status", Static).update(self._sort_note())
+
+    def _sort_note(self) -> Text | str:
+        """What the status line says of a sort over more runs than are listed."""
+        pool = len(self.matches) if self.matches is not None else self.count
+        if not self.sorting or pool <= RUN_LIST:
+            return self._status
+        which = "of the runs picked" if self.matches is not None else "runs"
+        if pool > SORT_RUNS:
+            return Text(f"sorted: the first {SORT_RUNS:,} {which} of {pool:,} (the top {RUN_LIST:,} listed)", style="yellow")
+        return Text(f"sorted: all {pool:,} {which} (the top {RUN_LIST:,} listed)", style="bold")
 
     # --- sorting ----------------------------------------------------------------------
     def set_sort(self, column: str, descending: bool | None = None) -> None:
@@ -249,9 +283,11 @@ class RunSwitcher(ModalScreen[int | None]):
         highlighted = self._highlighted()
         self._build_columns()
         self._fill_table(highlighted)
+        self._start_summaries()
         if not self._filled:
-            self.query_one("#run-filter-status", Static).update(
-                Text("sorting as the runs are read…", style="bold cyan"))
+            self.query_one("#run-filter-status", Static).update(Text("reading runs to sort them…", style="bold cyan"))
+        else:
+            self.query_one("#run-filter-status", Static).update(self._sort_note())
 
     def action_next_sort(self) -> None:
         current = self.sort[0] if self.sort is not None else "run"
@@ -314,11 +350,12 @@ class RunSwitcher(ModalScreen[int | None]):
         if text != self.filter_text:
             return  # a newer filter was applied meanwhile
         self.shown = indexes
+        self.matches = indexes if text else None
         self._fill_table()
         self._start_summaries()
         status = self.query_one("#run-filter-status", Static)
         if text:
-            more = f" (the first {RUN_LIST:,} listed)" if len(indexes) > RUN_LIST else ""
+            more = f" (the first {RUN_LIST:,} listed)" if len(indexes) > RUN_LIST and not self.sorting else ""
             self._status = Text(f"{len(indexes):,} of {self.count:,} runs have a step matching "
                                 f"{one_line(text, 80)}{more}", style="bold" if indexes else "yellow")
         else:

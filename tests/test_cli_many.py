@@ -177,3 +177,21 @@ def test_debugger_step_option(runs_dir, capsys):
     assert "--step 9: run 2 of" in err and "has 3 steps" in err
     args.step = 0
     assert debug.build_app(args) == 2
+
+
+def test_a_hostile_file_name_is_printed_as_one_shell_word_without_control_characters(tmp_path, capsys):
+    import subprocess
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    name = "e\x1b[31mred\nline \u202e$(touch x);'q.jsonl"
+    write_trace(folder / name, [graded_run(1, fail="error")])
+    code, out, _ = run_cli(capsys, "check", str(folder), "--fail-on", "error")
+    assert code == 1
+    line = out.splitlines()[0]
+    assert "\x1b" not in line and "\u202e" not in line
+    command = line.split("  #", 1)[0]
+    # bash reads the word back as the file's real name
+    echoed = subprocess.run(["bash", "-c", f"printf '%s' {command.split(' ', 1)[1].split(' --step')[0]}"],
+                            capture_output=True, text=True, check=True).stdout
+    assert echoed == str(folder / name)

@@ -177,7 +177,32 @@ def open_command(path: str, run: int | None, step: int | None, args: argparse.Na
         words += ["--run", str(run)]
     if step is not None:
         words += ["--step", str(step)]
-    return " ".join(shlex.quote(word) for word in words)
+    return " ".join(shell_word(word) for word in words)
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one shell word a person can paste: quoted as ``shlex.quote`` does, or,
+    when it holds characters that are not printable (a newline, an escape, a bidi
+    override, a byte that is not UTF-8), as bash's ``$'...'`` with those escaped: what
+    is printed never holds a control character."""
+    if text.isprintable():
+        return shlex.quote(text)
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte of the name that is not UTF-8 (surrogateescape)
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return "$'" + "".join(out) + "'"
 
 
 def failing_runs(result: dict, args: argparse.Namespace) -> Iterator[dict]:

@@ -23,6 +23,7 @@ from agentdbg.model.state import Tally
 FAILING_FILTER = "~error | ~tripped | ~wrong"
 FAILING_CONDITIONS = ("error", "guard", "wrong")  # check --fail-on names of the same
 CANCEL_EVERY = 16  # runs between looks at the cancel flag
+PROGRESS_EVERY = 256  # runs between progress calls
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class RunSummary:
     tokens: int | None
     guard: str | None  # the guard that stopped the run, if one did
     complete: bool
+    title: str = ""  # the run's name (or its task), for sorting by name
 
     @property
     def failing(self) -> bool:
@@ -79,6 +81,7 @@ def summarize(run: Any) -> RunSummary:
         tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
         guard=tally.trips[-1][1] if tally.trips else None,
         complete=bool(run.complete),
+        title=getattr(run, "title", "") or run.info.name or run.info.task,
     )
 
 
@@ -132,7 +135,7 @@ def next_failing_run(summaries: Summaries, start: int, direction: int, cancel: t
         if looked % CANCEL_EVERY == 0:
             if cancel is not None and cancel.is_set():
                 return None
-            if progress is not None:
+            if progress is not None and looked % PROGRESS_EVERY == 0:
                 progress(index + 1)
         summary = summaries.get(index)
         if summary is not None and summary.failing:

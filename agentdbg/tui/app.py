@@ -555,7 +555,8 @@ class DebuggerApp(App[None]):
     @on(Progress)
     def worker_progress(self, message: Progress) -> None:
         if self.busy:
-            self.say(f"{message.operation}… at step {message.step:,} (Esc cancels)", "bold cyan")
+            unit = "run" if message.operation.endswith("failing run") else "step"
+            self.say(f"{message.operation}… at {unit} {message.step:,} (Esc cancels)", "bold cyan")
 
     @on(ApprovalAsked)
     def approval_asked(self, message: ApprovalAsked) -> None:
@@ -788,12 +789,15 @@ class DebuggerApp(App[None]):
         summaries, start = self.summaries, self.run_index
         runs = document.runs
 
+        operation = "next failing run" if direction > 0 else "previous failing run"
+        progress = partial(self._progress, operation)
+
         def job(cancel: Cancel) -> tuple[int | None, int | None, int]:
-            index = next_failing_run(summaries, start, direction, cancel)
+            index = next_failing_run(summaries, start, direction, cancel, progress)
             step = first_failing_step(runs[index], cancel) if index is not None else None
             return index, step, direction
 
-        self.start_worker("next failing run" if direction > 0 else "previous failing run", job, cancellable=True)
+        self.start_worker(operation, job, cancellable=True)
 
     def _after_next_failing_run(self, found: tuple[int | None, int | None, int]) -> None:
         index, step, direction = found

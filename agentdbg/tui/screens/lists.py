@@ -21,8 +21,8 @@ from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.header import VERDICT_STYLES, outcome_style, outcome_text
 
 RUN_LIST = 500  # runs listed at once in the run switcher
-SORT_RUNS = 20_000  # runs a sort orders (the file's, or a filter's picks): the first this many
-FILL_BATCH_SECONDS = 0.05  # summaries read in the background reach the table this often
+SORT_RUNS = 5_000  # runs a sort orders (the file's, or a filter's picks): the first this many
+FILL_BATCH_SECONDS = 0.2  # summaries read in the background reach the table this often (each repaints it)
 # Sortable columns: key, header, default order descending (the largest first).
 COLUMNS = (("run", "run", False), ("name", "name", False), ("outcome", "outcome", False),
            ("verdict", "verdict", False), ("steps", "steps", True), ("errors", "err", True),
@@ -47,14 +47,14 @@ def run_title(index: int, run) -> str:
         return f"run {index + 1}"
 
 
-def sort_key(column: str, index: int, title: str, summary: RunSummary | None):
+def sort_key(column: str, index: int, summary: RunSummary | None):
     """What a column sorts by; a run whose summary is unknown sorts last either way."""
     if summary is None:
         return (1, 0)
     if column == "run":
         return (0, index)
     if column == "name":
-        return (0, title.casefold())
+        return (0, summary.title.casefold())
     if column == "outcome":
         return (0, summary.outcome or "")
     if column == "verdict":
@@ -179,8 +179,7 @@ class RunSwitcher(ModalScreen[int | None]):
         if not self.sorting:
             return indexes[:RUN_LIST]
         column, descending = self.sort
-        keyed = [(sort_key(column, i, run_title(i, self.runs[i]) if column == "name" else "",
-                           self.summaries.known(i)), i) for i in indexes]
+        keyed = [(sort_key(column, i, self.summaries.known(i)), i) for i in indexes]
         known = sorted((pair for pair in keyed if pair[0][0] == 0), key=lambda pair: pair[0], reverse=descending)
         ordered = [i for _, i in known] + [i for key, i in keyed if key[0] != 0]  # stable: ties keep run order
         return ordered[:RUN_LIST]

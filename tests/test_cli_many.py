@@ -195,3 +195,9 @@ def test_a_hostile_file_name_is_printed_as_one_shell_word_without_control_charac
     echoed = subprocess.run(["bash", "-c", f"printf '%s' {command.split(' ', 1)[1].split(' --step')[0]}"],
                             capture_output=True, text=True, check=True).stdout
     assert echoed == str(folder / name)
+
+
+def test_a_file_in_a_folder_that_opens_but_cannot_be_checked_as_asked_is_trouble(runs_dir, capsys):
+    code, _, err = run_cli(capsys, "check", str(runs_dir), "--max-runs", "2", "-j", "1")
+    assert code == 2
+    assert f"error: {runs_dir / 'a.jsonl'}: 3 runs, more than --max-runs 2" in err

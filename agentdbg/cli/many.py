@@ -67,16 +67,25 @@ def parallel_map(work: Callable[[str, dict], dict], paths: list[str], options: d
             raise
 
 
+class NotOpened(Exception):
+    """The file cannot be opened as runs (found in a folder: skipped, not trouble)."""
+
+
 def _open(path: str, options: dict) -> Any:
     plain = {name: value for name, value in options.items() if name in OPTIONS}
     args = argparse.Namespace(file=path, follow=False, **plain)
-    return args, render.open_input(args)
+    try:
+        return args, render.open_input(args)
+    except render.InputError as exc:
+        raise NotOpened(str(exc)) from None
 
 
 def _guarded(work: Callable[[str, dict], dict], path: str, options: dict) -> dict:
     try:
         return work(path, options)
-    except render.InputError as exc:
+    except NotOpened as exc:
+        return {"path": path, "status": "not opened", "message": str(exc)}
+    except render.InputError as exc:  # opened, but not to be read as asked (--run 9 of 3 runs)
         return {"path": path, "status": "unreadable", "message": str(exc)}
     except Exception as exc:  # one bad file must not end the others' report
         return {"path": path, "status": "unreadable", "message": f"internal error: {type(exc).__name__}: {exc}"}
@@ -130,8 +139,8 @@ def _read_all(command: str, args: argparse.Namespace, work, options: dict) -> tu
     jobs = job_count(args)
     results = []
     for entry in parallel_map(work, found.files, options, jobs):
-        if entry["status"] != "read" and entry["path"] not in found.named:
-            entry["status"] = "skipped"  # found in a folder: not a run agentdbg reads
+        if entry["status"] == "not opened":  # found in a folder: not a run agentdbg reads
+            entry["status"] = "unreadable" if entry["path"] in found.named else "skipped"
         results.append(entry)
     return found, results
 

@@ -238,3 +238,14 @@ async def test_a_sort_orders_every_run_of_the_file_not_only_those_listed(monkeyp
         await settle(pilot)
         assert rows(app)[0][0] == "✗ 5"
         assert "sorted: all 7 runs (the top 3 listed)" in screen_text(app)
+
+
+async def test_at_80x24_the_header_keeps_the_filter_and_the_position():
+    app = DebuggerApp(document(), run_index=1, save_breakpoints=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "f")
+        await type_text(pilot, "~tool search | ~error")
+        await press(pilot, "enter", "n")
+        first_line = screen_text(app).splitlines()[0]
+        assert first_line.rstrip().endswith("filter ~tool search | ~error 2 of 4 steps  step 3/4")

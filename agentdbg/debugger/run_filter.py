@@ -36,7 +36,7 @@ def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = 
             if progress is not None and step % PROGRESS_EVERY == 0:
                 progress(step)
         try:
-            if step_bytes is not None:
+            if step_bytes is not None and cannot_match is not None:
                 data = step_bytes(step)
                 if data is not None and not cannot_match(step, data):
                     continue

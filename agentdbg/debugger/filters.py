@@ -301,10 +301,10 @@ class FOutcome(_Regex):
     help = "the run ends here and its outcome matches (answered, budget exhausted, action repeated...)"
     eventful = True
 
-    def _matches(self, record):
+    def _matches(self, record: Any) -> bool:
         return record.end is not None and _search(self.pattern, record.end.outcome)
 
-    def bytes_test(self):
+    def bytes_test(self) -> quick.BytesTest | None:
         return quick.may_be_eventful
 
 

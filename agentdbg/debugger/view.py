@@ -20,7 +20,7 @@ from agentdbg.debugger.run_filter import iter_matching_steps
 class StepView:
     """The steps ``text`` matched among the first ``scanned`` steps of a run."""
 
-    def __init__(self, text: str, steps: array, scanned: int):
+    def __init__(self, text: str, steps: array[int], scanned: int):
         self.text = text
         self.steps = steps
         self.scanned = scanned
@@ -29,7 +29,7 @@ class StepView:
         return len(self.steps)
 
     def __getitem__(self, index: int) -> int:
-        return self.steps[index]
+        return int(self.steps[index])
 
     def __contains__(self, step: int) -> bool:
         index = bisect.bisect_left(self.steps, step)
@@ -41,11 +41,11 @@ class StepView:
 
     def next_after(self, step: int) -> int | None:
         index = bisect.bisect_right(self.steps, step)
-        return self.steps[index] if index < len(self.steps) else None
+        return int(self.steps[index]) if index < len(self.steps) else None
 
     def previous_before(self, step: int) -> int | None:
         index = bisect.bisect_left(self.steps, step)
-        return self.steps[index - 1] if index > 0 else None
+        return int(self.steps[index - 1]) if index > 0 else None
 
     def nearest(self, step: int) -> int | None:
         """``step`` when kept, else the next kept step, else the last one before it."""

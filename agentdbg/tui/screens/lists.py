@@ -17,8 +17,9 @@ from textual.widgets import DataTable, Input, Static
 from agentdbg.debugger.filters import parse_filter
 from agentdbg.debugger.run_filter import matching_runs
 from agentdbg.debugger.triage import RunSummary, Summaries
+from agentdbg.model.outcome import outcome_style, verdict_style
 from agentdbg.tui.safe import one_line
-from agentdbg.tui.widgets.header import VERDICT_STYLES, outcome_style, outcome_text
+from agentdbg.tui.widgets.header import outcome_text
 
 RUN_LIST = 500  # runs listed at once in the run switcher
 SORT_RUNS = 5_000  # runs a sort orders (the file's, or a filter's picks): the first this many
@@ -152,7 +153,7 @@ class RunSwitcher(ModalScreen[int | None]):
             outcome_cell = Text(one_line(outcome, 40), style=outcome_style(outcome, summary.answered))
         verdict = summary.verdict
         verdict_cell = Text("") if verdict is None else Text(
-            verdict.word, style=VERDICT_STYLES.get(verdict.word, "bold yellow"))
+            verdict.word, style=verdict_style(verdict))
 
         def count(value: int | None, style: str) -> Text:
             if value is None:

@@ -134,14 +134,19 @@ def _options(args: argparse.Namespace, **extra: Any) -> dict:
     return values
 
 
-def _read_all(command: str, args: argparse.Namespace, work, options: dict) -> tuple[inputs.Inputs, list[dict]]:
-    found = inputs.collect(args.files)
+def _read_all(command: str, args: argparse.Namespace, work, options: dict,
+              on_result: Callable[[dict], None] | None = None) -> tuple[inputs.Inputs, list[dict]]:
+    """Every file's result, in path order; ``on_result`` is told each as it comes (so
+    output starts before the last file is read)."""
     jobs = job_count(args)
+    found = inputs.collect(args.files)
     results = []
     for entry in parallel_map(work, found.files, options, jobs):
         if entry["status"] == "not opened":  # found in a folder: not a run agentdbg reads
             entry["status"] = "unreadable" if entry["path"] in found.named else "skipped"
         results.append(entry)
+        if on_result is not None:
+            on_result(entry)
     return found, results
 
 
@@ -164,12 +169,6 @@ def short_reason(message: str, path: str) -> str:
     prefix = f"{path}: "
     message = message[len(prefix):] if message.startswith(prefix) else message
     return message.split("\n", 1)[0].split(" Formats tried:", 1)[0]
-
-
-def _print_problems(command: str, results: list[dict]) -> None:
-    for entry in results:
-        if entry["status"] == "read":
-            render.print_problems(entry["result"]["problems"], entry["path"], command)
 
 
 def open_command(path: str, run: int | None, step: int | None, args: argparse.Namespace) -> str:
@@ -240,11 +239,21 @@ def run_check(args: argparse.Namespace, names: list[str], check_document: Callab
     check, ``either(names)`` says the conditions in a sentence."""
     if args.follow:
         return render.fail("check", "--follow checks one file as it is written, not several")
+    console = render.make_console()
+
+    def show(entry: dict) -> None:  # each file's failing runs as soon as it is read, in path order
+        if entry["status"] == "read" and not args.json:
+            _print_failing(console, entry["result"], args)
+            render.print_problems(entry["result"]["problems"], entry["path"], "check")
+
     try:
-        found, results = _read_all("check", args, check_file, _options(args, fail_on=names, full=False,
-                                                                            check_document=check_document))
+        found, results = _read_all("check", args, check_file,
+                                   _options(args, fail_on=names, full=False, check_document=check_document), show)
     except render.InputError as exc:
         return render.fail("check", str(exc))
+    except BrokenPipeError:
+        render.quiet_broken_pipe()
+        return 1
     checked = [e["result"] for e in results if e["status"] == "read"]
     failing = [run for result in checked for run in failing_runs(result, args)]
     damaged = [r for r in checked if "damaged" in r["failed"]]
@@ -255,6 +264,7 @@ def run_check(args: argparse.Namespace, names: list[str], check_document: Callab
         for name in result["failed"]:
             counts[name] = counts.get(name, 0) + (len(result["problems"]) if name == "damaged"
                                                   else sum(run["counts"].get(name, 0) for run in result["runs"]))
+    counts = {name: counts[name] for name in names if name in counts}  # in --fail-on's order
     try:
         skipped, trouble = _say_skipped_and_trouble("check", found, results)
         ok = not failing and not damaged
@@ -267,8 +277,6 @@ def run_check(args: argparse.Namespace, names: list[str], check_document: Callab
                                 "skipped": [{"path": p, "why": w} for p, w in skipped],
                                 "unreadable": [{"path": p, "why": w} for p, w in trouble]}), flush=True)
         else:
-            _print_failing(failing, damaged, args)
-            _print_problems("check", results)
             _print_check_summary(summary, either(names))
     except BrokenPipeError:
         render.quiet_broken_pipe()
@@ -279,15 +287,15 @@ def run_check(args: argparse.Namespace, names: list[str], check_document: Callab
     return 0 if ok else 1
 
 
-def _print_failing(failing: list[dict], damaged: list[dict], args: argparse.Namespace) -> None:
-    console = render.make_console()
-    for run in failing:
+def _print_failing(console: Any, result: dict, args: argparse.Namespace) -> None:
+    """One file's failing runs, a line each (and a line for its damaged lines)."""
+    for run in failing_runs(result, args):
         line = Text(run["command"], style="bold")
         more = f" (+{run['occurrences'] - 1:,} more)" if run["occurrences"] > 1 else ""
         name = f"{one_line(run['name'], 40)}: " if run["name"] else ""
         line.append(f"  # {name}{one_line(run['reason'], MESSAGE_CHARS)}{more}", style="dim")
         render.emit(console, line.append("\n"))
-    for result in damaged:
+    if "damaged" in result["failed"]:
         line = Text(open_command(result["path"], None, None, args), style="bold")
         line.append(f"  # damaged: {render.plural(len(result['problems']), 'damaged line')}; e lists them", style="dim")
         render.emit(console, line.append("\n"))
@@ -336,11 +344,22 @@ def merge_totals(parts: list[dict]) -> dict:
 def run_stats(args: argparse.Namespace, run_stats: Callable, totals: Callable, totals_text: Callable[[dict], Text]) -> int:
     """``stats`` over many files: the one-file command's ``run_stats(number, run, full)``,
     ``totals(runs)`` and ``totals_text(totals)`` (its "total" line)."""
+    console = render.make_console()
+
+    def show(entry: dict) -> None:  # each file's line as soon as it is read, in path order
+        if entry["status"] == "read" and not args.json:
+            render.emit(console, _file_line(entry["result"], totals_text).append("\n"))
+            render.print_problems(entry["result"]["problems"], entry["path"], "stats")
+            sys.stdout.flush()
+
     try:
         found, results = _read_all("stats", args, stats_file, _options(args, fail_on=None, max_report=None,
-                                                                            run_stats=run_stats, totals=totals))
+                                                                            run_stats=run_stats, totals=totals), show)
     except render.InputError as exc:
         return render.fail("stats", str(exc))
+    except BrokenPipeError:
+        render.quiet_broken_pipe()
+        return 0
     read = [e["result"] for e in results if e["status"] == "read"]
     summed = merge_totals([r["totals"] for r in read])
     try:
@@ -350,8 +369,7 @@ def run_stats(args: argparse.Namespace, run_stats: Callable, totals: Callable, t
                                 "skipped": [{"path": p, "why": w} for p, w in skipped],
                                 "unreadable": [{"path": p, "why": w} for p, w in trouble]}), flush=True)
         else:
-            _print_stats(read, summed, len(skipped), len(trouble), totals_text)
-            _print_problems("stats", results)
+            _print_stats_totals(console, len(read), summed, len(skipped), len(trouble), totals_text)
     except BrokenPipeError:
         render.quiet_broken_pipe()
     if trouble:
@@ -367,13 +385,10 @@ def _file_line(result: dict, totals_text: Callable[[dict], Text]) -> Text:
     return line
 
 
-def _print_stats(read: list[dict], totals: dict, skipped: int, unreadable: int,
-                 totals_text: Callable[[dict], Text]) -> None:
-    console = render.make_console()
-    for result in read:
-        render.emit(console, _file_line(result, totals_text).append("\n"))
+def _print_stats_totals(console: Any, files: int, totals: dict, skipped: int, unreadable: int,
+                        totals_text: Callable[[dict], Text]) -> None:
     line = totals_text(totals)
-    line.append(f" in {render.plural(len(read), 'file')}")
+    line.append(f" in {render.plural(files, 'file')}")
     if skipped:
         line.append(f"; {render.plural(skipped, 'file')} skipped")
     if unreadable:

@@ -19,7 +19,6 @@ from agentdbg.debugger.run_filter import matching_runs
 from agentdbg.debugger.triage import RunSummary, Summaries
 from agentdbg.model.outcome import outcome_style, verdict_style
 from agentdbg.tui.safe import one_line
-from agentdbg.tui.widgets.header import outcome_text
 
 RUN_LIST = 500  # runs listed at once in the run switcher
 SORT_RUNS = 5_000  # runs a sort orders (the file's, or a filter's picks): the first this many
@@ -30,15 +29,6 @@ COLUMNS = (("run", "run", False), ("name", "name", False), ("outcome", "outcome"
            ("repeats", "rep", True), ("tokens", "tokens", True))
 SORTS = ("run", "outcome", "verdict", "steps", "errors", "repeats", "tokens")  # the order s goes through
 VERDICT_ORDER = {"wrong": 0, "correct": 3}  # a score without a judgement between, no verdict after
-
-
-def describe_run(index: int, run) -> Text:
-    title = one_line(getattr(run, "title", "") or run.info.name or f"run {index + 1}", 40)
-    text = Text.assemble((f"{index + 1:>3}. ", "bold"), (title, "bold"))
-    text.append(f"  {run.step_count:,} step{'s' if run.step_count != 1 else ''}  ", style="dim")
-    text.append_text(outcome_text(run))
-    text.append("\n     " + one_line(run.info.task, 90), style="dim")
-    return text
 
 
 def run_title(index: int, run) -> str:

@@ -6,7 +6,7 @@ tool calls, unknown-tool errors, repeats, parse errors, a final answer), written
 benchmarks/data/check_many_FILES_STEPS/. Each figure is the best of ``--repeat`` runs of
 the command in a fresh process; both outputs are compared (the same, whatever the jobs).
 
-    python benchmarks/check_many.py [--files 1000] [--steps 40] [--jobs N] [--repeat 3]
+    python benchmarks/check_many.py [--files 1000] [--steps 400] [--jobs N] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def timed(argv: list[str], repeat: int) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=40, help="steps per file's run")
+    parser.add_argument("--steps", type=int, default=400, help="steps per file's run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="the parallel run's -j")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs of each")
     args = parser.parse_args()

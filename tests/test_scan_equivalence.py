@@ -21,7 +21,8 @@ from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession
 from agentdbg.engine import events as ev
-from agentdbg.trace import reader, scan
+from agentdbg.trace import run as trace_run
+from agentdbg.trace import scan
 from agentdbg.trace.reader import TraceRun, open_trace
 from agentdbg.trace.writer import write_trace
 
@@ -47,6 +48,12 @@ _EVENT = st.one_of(
     st.builds(ev.Approval, step=st.just(0), tool=st.just("calc"), decision=st.sampled_from(ev.DECISIONS),
               reason=_TEXT),
     st.builds(ev.RawRecord, step=st.just(0), source=_TEXT),
+    # Plans, reflections, plan items and the ids of a step's several calls.
+    st.builds(ev.PlanMade, step=st.just(0), items=st.lists(_TEXT, max_size=3), revision=st.integers(1, 3)),
+    st.builds(ev.Reflection, step=st.just(0), text=_TEXT, on_step=_COUNT),
+    st.builds(ev.ActionTaken, step=st.just(0), tool=st.sampled_from(["calc", "zzz"]), args=_TEXT,
+              id=st.sampled_from(["", "c1", "c2"]), item=_COUNT),
+    st.builds(ev.Observation, step=st.just(0), text=_TEXT, error=st.booleans(), id=st.sampled_from(["c1", "c2"])),
 )
 # Lines put at the end of a step: damage, and valid lines that are not what they seem.
 _DAMAGE = st.sampled_from([
@@ -93,7 +100,7 @@ _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Heal
 @pytest.fixture(autouse=True)
 def _small_blocks(monkeypatch):
     monkeypatch.setattr(scan, "BLOCK_BYTES", 700)  # many blocks, steps cut across their edges
-    monkeypatch.setattr(reader, "FAST_FOLD_AFTER", 0)
+    monkeypatch.setattr(trace_run, "FAST_FOLD_AFTER", 0)
 
 
 def _check_result(path: Path, names: list[str], slow: bool, monkeypatch) -> dict:

@@ -1,7 +1,7 @@
 """``agentdbg export --table FILE... -o steps.parquet``: every step of every run as a table
 (one row per step, ``agentdbg.exporters.table``) for DuckDB, Spark or pandas.
 
-Files and folders are read as ``check`` reads them (``agentdbg.cli.inputs``), in path
+Files and folders are read as ``check`` reads them (``agentdbg.cli.walk``), in path
 order, one at a time, each step written as it is read: the table is never held whole.
 The output is written beside its name and renamed into place at the end.
 """
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentdbg.cli import inputs, render
+from agentdbg.cli import render, walk
 from agentdbg.cli.many import short_reason
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.text import one_line
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return render.fail("export", f"{output}: is a directory")
     if output.exists() and not args.force:
         return render.fail("export", f"{output}: exists; use --force to replace it")
-    found = inputs.collect(args.files)
+    found = walk.collect(args.files)
     if output.exists():
         found.files = [path for path in found.files if Path(path).resolve() != output.resolve()]
     out = terminal_stream(sys.stderr)

@@ -1,6 +1,6 @@
 """``agentdbg check`` and ``agentdbg stats`` over many files and folders.
 
-The files (``agentdbg.cli.inputs``: folders walked, sorted by path) are read in parallel
+The files (``agentdbg.cli.walk``: folders walked, sorted by path) are read in parallel
 processes (``-j N``, default one per CPU), each by the same per-file function the
 one-file command uses; results come back in path order, so the output is the same
 whatever the parallelism. A file found in a folder that agentdbg cannot open is skipped
@@ -23,7 +23,7 @@ from typing import Any
 
 from rich.text import Text
 
-from agentdbg.cli import inputs, render
+from agentdbg.cli import render, walk
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.text import one_line
 
@@ -135,11 +135,11 @@ def _options(args: argparse.Namespace, **extra: Any) -> dict:
 
 
 def _read_all(command: str, args: argparse.Namespace, work, options: dict,
-              on_result: Callable[[dict], None] | None = None) -> tuple[inputs.Inputs, list[dict]]:
+              on_result: Callable[[dict], None] | None = None) -> tuple[walk.Inputs, list[dict]]:
     """Every file's result, in path order; ``on_result`` is told each as it comes (so
     output starts before the last file is read)."""
     jobs = job_count(args)
-    found = inputs.collect(args.files)
+    found = walk.collect(args.files)
     results = []
     for entry in parallel_map(work, found.files, options, jobs):
         if entry["status"] == "not opened":  # found in a folder: not a run agentdbg reads
@@ -150,7 +150,7 @@ def _read_all(command: str, args: argparse.Namespace, work, options: dict,
     return found, results
 
 
-def _say_skipped_and_trouble(command: str, found: inputs.Inputs, results: list[dict]) -> tuple[list, list]:
+def _say_skipped_and_trouble(command: str, found: walk.Inputs, results: list[dict]) -> tuple[list, list]:
     """Notes for files skipped, errors for files named that could not be read (stderr)."""
     out = terminal_stream(sys.stderr)
     skipped = list(found.skipped) + [(e["path"], e["message"]) for e in results if e["status"] == "skipped"]

@@ -291,7 +291,7 @@ def test_tally_adds_a_step_as_run_state_advances() -> None:
 
 async def test_the_run_switcher_lists_runs_around_the_current_and_opens_any_by_number(tmp_path: Path) -> None:
     from test_tui_support import SIZE, press, settle, type_text
-    from textual.widgets import OptionList
+    from textual.widgets import DataTable
 
     from agentdbg.tui.app import DebuggerApp
     from agentdbg.tui.screens.lists import RUN_LIST
@@ -301,7 +301,7 @@ async def test_the_run_switcher_lists_runs_around_the_current_and_opens_any_by_n
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "r")
-        assert app.screen.query_one(OptionList).option_count == RUN_LIST
+        assert app.screen.query_one(DataTable).row_count == RUN_LIST
         await pilot.click("#run-filter")
         await type_text(pilot, str(RUN_LIST + 90))
         await press(pilot, "enter")

@@ -357,8 +357,8 @@ async def test_fold_long_observations(tmp_path):
         await settle(pilot)
         await press(pilot, "n")
         text = pane_text(app, "scratchpad")
-        assert "46 more lines; f unfolds" in text and text.count("line 49") == 1
-        await press(pilot, "f")
+        assert "46 more lines; z unfolds" in text and text.count("line 49") == 1
+        await press(pilot, "z")
         assert pane_text(app, "scratchpad").count("line 49") == 2
 
 

@@ -29,9 +29,10 @@ def header(app) -> str:
 
 
 def listed(app) -> list[str]:
-    """The run list's rows, as text."""
-    options = app.screen.query_one("#run-list")
-    return [" ".join(options.get_option_at_index(i).prompt.plain.split()) for i in range(options.option_count)]
+    """The run list's rows, as text: its cells joined by a space."""
+    table = app.screen.query_one("#run-list")
+    return [" ".join(" ".join(getattr(cell, "plain", str(cell)) for cell in table.get_row_at(i)).split())
+            for i in range(table.row_count)]
 
 
 async def test_the_header_says_wrong_and_what_was_expected():
@@ -85,15 +86,15 @@ async def test_the_run_list_shows_each_verdict_and_filters_with_wrong():
         await press(pilot, "r")
         rows = listed(app)
         assert len(rows) == 3
-        assert rows[0].startswith("1. question 12 3 steps outcome: answered, correct (answer: SUPPORTS)")
-        assert rows[1].startswith("2. question 40 7 steps outcome: budget exhausted, wrong (expected: REFUTES)")
+        assert rows[0].startswith("1 question 12 answered correct 3 0 0")
+        assert rows[1].startswith("✗ 2 question 40 budget exhausted wrong 7")
         await press(pilot, "slash")
         await type_text(pilot, "~wrong")
         await press(pilot, "enter")
         screen = app.screen
         assert screen.shown == [1]
         assert "1 of 3 runs have a step matching ~wrong" in screen_text(app)
-        assert [row.split(" outcome")[0] for row in listed(app)] == ["2. question 40 7 steps"]
+        assert [row.split(" budget")[0] for row in listed(app)] == ["✗ 2 question 40"]
         await press(pilot, "enter")  # the list has the focus again: Enter opens the run
         assert app.run_index == 1 and app.run_filter == "~wrong"
         await press(pilot, "r")  # the list opens filtered as it was left

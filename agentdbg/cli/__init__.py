@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
     "rescore": "where other guards would have stopped recorded runs: steps saved, wrong runs caught, correct runs cut",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
+    "export": "every step of every run as a table (--table: Parquet, CSV or JSON Lines) for DuckDB or Spark",
     "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",
 }
 
@@ -53,6 +54,7 @@ def _main_parser() -> argparse.ArgumentParser:
                         help="decide every call to a plan's dangerous tools in advance instead of asking each time")
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")
     parser.add_argument("--diff", metavar="OTHER", help="open the split view comparing the run with OTHER (a file; OTHER:N picks its run N)")
+    parser.add_argument("--step", type=int, metavar="N", help="open at step N of the run (a plan is run that far)")
     parser.add_argument("--version", action="version", version=f"agentdbg {__version__}")
     return parser
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-from agentdbg.cli import following, render
+from agentdbg.cli import following, many, render
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.model.runs import StepBlocks
 from agentdbg.model.state import StepRecord
@@ -138,7 +138,8 @@ def _conditions_help() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    render.add_input_arguments(parser)
+    render.add_input_arguments(parser, several=True, folders=True)
+    many.add_jobs_argument(parser)
     parser.add_argument("--fail-on", default=DEFAULT_FAIL_ON, metavar="LIST",
                         help=f"comma-separated conditions that fail the check (default {DEFAULT_FAIL_ON}). {_conditions_help()}")
     parser.add_argument("--max-report", type=int, default=10, metavar="N",
@@ -161,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
         names = parse_fail_on(args.fail_on)
     except render.InputError as exc:
         return render.fail("check", str(exc))
+    if many.is_many(args):
+        return many.run_check(args, names, _check, _either)
+    args.file = args.files[0]
     try:
         document = following.open_following(args, "check") if args.follow else render.open_input(args)
     except render.InputError as exc:

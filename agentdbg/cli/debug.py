@@ -29,11 +29,15 @@ def build_app(args: argparse.Namespace):
     if run_number < 1:
         print(f"agentdbg: --run must be 1 or more, got {run_number}", file=sys.stderr)
         return 2
+    step = getattr(args, "step", None)
+    if step is not None and step < 1:
+        print(f"agentdbg: --step must be 1 or more, got {step}", file=sys.stderr)
+        return 2
     if not args.file:
         if args.format:
             print("agentdbg: --format needs a FILE", file=sys.stderr)
             return 2
-        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False)
+        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False, step=step)
     if args.format and args.format not in ("plan", "trace"):
         from agentdbg import importers
 
@@ -61,6 +65,15 @@ def build_app(args: argparse.Namespace):
             more = f"; {plural(found - 1, 'more problem')}: agentdbg show lists them" if found > 1 else ""
             why = f" ({first}{more})"
         return refuse(f"{args.file}: no runs in it{why}")
+    if step is not None:
+        from agentdbg.cli.render import wait_for_step
+
+        run = document.runs[run_number - 1]
+        wait_for_step(run, step)  # a step far into a large file may not be indexed yet
+        if run.complete and not callable(getattr(run, "advance", None)) and step > run.step_count:
+            document.close()
+            which = f"run {run_number}" if count > 1 else "the run"
+            return refuse(f"--step {step}: {which} of {args.file} has {plural(run.step_count, 'step')}")
     other = getattr(args, "diff", None)
     if other:
         from agentdbg.diff import split_run
@@ -69,8 +82,8 @@ def build_app(args: argparse.Namespace):
         if not Path(split_run(other)[0]).expanduser().exists():
             document.close()
             return refuse(f"--diff {other}: no such file")
-        return DebuggerApp(document, run_index=run_number - 1, diff_with=(other, 0, True))
-    return DebuggerApp(document, run_index=run_number - 1)
+        return DebuggerApp(document, run_index=run_number - 1, step=step, diff_with=(other, 0, True))
+    return DebuggerApp(document, run_index=run_number - 1, step=step)
 
 
 def run(args: argparse.Namespace) -> int:

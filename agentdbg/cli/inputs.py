@@ -23,11 +23,13 @@ class InputError(Exception):
 # -- arguments and input ------------------------------------------------------------------
 
 
-def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) -> None:
-    """FILE and the options on how to read it; ``several``: FILE... (``args.files``)."""
+def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False, folders: bool = False) -> None:
+    """FILE and the options on how to read it; ``several``: FILE... (``args.files``);
+    ``folders``: a folder stands for every file under it (``agentdbg.cli.walk``)."""
     what = "a trace (.jsonl), a plan (.toml, run headless) or a run saved by another agent stack"
     if several:
-        parser.add_argument("files", nargs="+", metavar="FILE", help=f"{what}; several may be given")
+        also = "; several may be given, and folders (every file under them)" if folders else "; several may be given"
+        parser.add_argument("files", nargs="+", metavar="FILE", help=f"{what}{also}")
     else:
         parser.add_argument("file", help=what)
     parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")

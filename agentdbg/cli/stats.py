@@ -22,7 +22,7 @@ from typing import Any
 
 from rich.text import Text
 
-from agentdbg.cli import render
+from agentdbg.cli import many, render
 from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
 from agentdbg.model.state import RunState, Tally
@@ -30,12 +30,16 @@ from agentdbg.text import one_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    render.add_input_arguments(parser)
+    render.add_input_arguments(parser, several=True, folders=True)
+    many.add_jobs_argument(parser)
     parser.add_argument("--full", action="store_true", help="replay every step instead of starting from the last checkpoint")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
+    if many.is_many(args):
+        return many.run_stats(args, run_stats, totals, _totals)
+    args.file = args.files[0]
     try:
         document = render.open_input(args)
     except render.InputError as exc:

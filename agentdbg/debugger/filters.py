@@ -365,6 +365,18 @@ _FIELD_CLASSES: dict[str, type[_Regex]] = {
 FObs, FThought, FAction, FArgs, FAnswer = _FIELD_CLASSES.values()
 
 
+class FOutcome(_Regex):
+    code = "~outcome"
+    help = "the run ends here and its outcome matches (answered, budget exhausted, action repeated...)"
+    eventful = True
+
+    def _matches(self, record: Any) -> bool:
+        return record.end is not None and _search(self.pattern, record.end.outcome)
+
+    def bytes_test(self) -> quick.BytesTest | None:
+        return quick.may_be_eventful
+
+
 class FText(_Regex):
     code = "~text"
     made_up = True
@@ -445,7 +457,7 @@ class FTotal(_Compare):
 FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
     for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
-                FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
+                FCorrect, FOutcome, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
                 FApproval, FDenied, FEdited, FReplayed, FPlan, FPlanned, FReflection, FParallel)
 }
 

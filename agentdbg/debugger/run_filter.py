@@ -10,33 +10,54 @@ steps. A step that cannot be read does not match.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agentdbg.debugger.filters import Filter
 from agentdbg.model.runs import RawSteps
 
 CANCEL_EVERY = 256  # steps between looks at the cancel flag
+PROGRESS_EVERY = 4096  # steps between progress calls
 
 
-def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) -> bool | None:
-    """Does a step of ``run`` (of those known now) match? None when ``cancel`` is set."""
+def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = None, first: int = 1,
+                        stop: int | None = None, progress: Callable[[int], None] | None = None) -> Iterator[int | None]:
+    """The numbers of the steps ``first``..``stop`` (default: those known now) that ``flt``
+    matches, in order; yields None and ends when ``cancel`` is set."""
     match = flt.predicate()
     cannot_match = flt.bytes_test()
     step_bytes = run.step_bytes if cannot_match is not None and isinstance(run, RawSteps) else None
-    for step in range(1, run.step_count + 1):
-        if step % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
-            return None
+    last = run.step_count if stop is None else stop
+    for step in range(first, last + 1):
+        if step % CANCEL_EVERY == 0:
+            if cancel is not None and cancel.is_set():
+                yield None
+                return
+            if progress is not None and step % PROGRESS_EVERY == 0:
+                progress(step)
         try:
             if step_bytes is not None and cannot_match is not None:
                 data = step_bytes(step)
                 if data is not None and not cannot_match(step, data):
                     continue
             if match(run.record(step)):
-                return True
+                yield step
         except (IndexError, ValueError, OSError):
             continue
+
+
+def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) -> bool | None:
+    """Does a step of ``run`` (of those known now) match? None when ``cancel`` is set."""
+    for step in iter_matching_steps(run, flt, cancel):
+        return None if step is None else True
     return False
+
+
+def first_matching_step(run: Any, flt: Filter, cancel: threading.Event | None = None) -> int | None:
+    """The first step of ``run`` that ``flt`` matches (None: none, or cancelled)."""
+    for step in iter_matching_steps(run, flt, cancel):
+        return step
+    return None
 
 
 def matching_runs(runs: Sequence[Any], flt: Filter, cancel: threading.Event | None = None,

@@ -32,6 +32,7 @@ from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
+from agentdbg.debugger.view import StepView
 from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
 from agentdbg.model.state import RunState, StepRecord
 
@@ -70,6 +71,7 @@ class DebugSession:
         self.run = run
         self.breakpoints = breakpoints if breakpoints is not None else BreakpointSet()
         self.cursor = 1 if run.step_count > 0 else 0
+        self.view: StepView | None = None  # a view filter: stepping moves between its steps
 
     # --- what is at the cursor -------------------------------------------------------
 
@@ -119,7 +121,10 @@ class DebugSession:
             pass
 
     def step_forward(self) -> bool:
-        """One step on; on a live run at its newest step, the engine takes one step."""
+        """One step on; on a live run at its newest step, the engine takes one step.
+        With a view filter on, the next step it keeps."""
+        if self.view is not None:
+            return self._to(self.view.next_after(self.cursor))
         self._reach(self.cursor + 1)
         if self.cursor < self.run.step_count:
             self.cursor += 1
@@ -127,10 +132,18 @@ class DebugSession:
         return False
 
     def step_back(self) -> bool:
+        if self.view is not None:
+            return self._to(self.view.previous_before(self.cursor))
         if self.cursor > 1:
             self.cursor -= 1
             return True
         return False
+
+    def _to(self, step: int | None) -> bool:
+        if step is None:
+            return False
+        self.cursor = step
+        return True
 
     def goto(self, step: int) -> int:
         """Go to ``step``, clamped to the run; a live run is run up to it. Returns the cursor."""
@@ -141,10 +154,14 @@ class DebugSession:
         return self.cursor
 
     def home(self) -> int:
+        if self.view is not None and len(self.view):
+            return self.goto(self.view[0])
         return self.goto(1)
 
     def end(self) -> int:
         """The last step known now. A live run is not run ahead: continue does that."""
+        if self.view is not None and len(self.view):
+            return self.goto(self.view[-1])
         return self.goto(self.run.step_count)
 
     # --- continue --------------------------------------------------------------------

@@ -30,6 +30,8 @@ from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
+from agentdbg.debugger.triage import Summaries, first_failing_step, next_failing_run
+from agentdbg.debugger.view import StepView, scan_view
 from agentdbg.engine.approval import Decision
 from agentdbg.model.outcome import outcome_summary
 from agentdbg.model.runs import Cancellable, Document, Growing
@@ -46,6 +48,7 @@ from agentdbg.tui.screens.prompt import (
     goto_screen,
     open_screen,
     search_screen,
+    view_filter_screen,
     write_screen,
 )
 from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
@@ -126,10 +129,10 @@ class DebuggerApp(App[None]):
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
-                 diff_with: tuple[Document | str, int, bool] | None = None):
-        """``diff_with``: (document or ``FILE[:N]``, run index, whether the app closes it)
-        to compare the run shown with as soon as the screen is up (``agentdbg diff A B
-        --tui``, ``agentdbg A --diff B``)."""
+                 step: int | None = None, diff_with: tuple[Document | str, int, bool] | None = None):
+        """``step``: the step to open at (``--step N``). ``diff_with``: (document or
+        ``FILE[:N]``, run index, whether the app closes it) to compare the run shown with as
+        soon as the screen is up (``agentdbg diff A B --tui``, ``agentdbg A --diff B``)."""
         super().__init__()
         self._problems_pending = threading.Event()
         self.document: Document | None = None
@@ -142,6 +145,8 @@ class DebuggerApp(App[None]):
         self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
         self.run_filter = ""  # the run list's filter (r then /)
+        self.run_sort: tuple[str, bool] | None = None  # the run list's sort: column, descending
+        self.summaries = Summaries([])  # the run list's rows, made as they are first needed
         self.busy: str | None = None  # the operation a worker is running
         self._cancel = Cancel()
         # A document is closed only when no worker reads it: see close_when_idle.
@@ -150,6 +155,7 @@ class DebuggerApp(App[None]):
         self._close_after_job: list[Document] = []
         self._quitting = False
         self._initial = (document, run_index, error, label)
+        self._initial_step = step  # --step: where the first run opens
         self._problems_seen = 0
         self._document_problems = 0
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
@@ -182,6 +188,8 @@ class DebuggerApp(App[None]):
         document, run_index, error, _ = self._initial
         if document is not None:
             self.set_document(document, run_index)
+            if self._initial_step is not None and self.session is not None:
+                self.go_to_step(self._initial_step)
         else:
             self.show_cursor()
         if error:
@@ -234,6 +242,8 @@ class DebuggerApp(App[None]):
         self._label = label or self._label
         self.sessions = {}
         self.run_filter = ""
+        self.run_sort = None
+        self.summaries = Summaries(document.runs)
         self._problems = []
         self._problems_seen = 0
         self._document_problems = 0
@@ -288,7 +298,7 @@ class DebuggerApp(App[None]):
         session = self.sessions.get(self.run_index)
         if session is None:
             session = self.sessions[self.run_index] = DebugSession(document.runs[self.run_index], self.breakpoints)
-        timeline.show_run(session.run, self.gutter)
+        timeline.show_run(session.run, self.gutter, session.view)
         self.live.run_shown()
         self.show_cursor()
         total = len(document.runs)
@@ -404,7 +414,7 @@ class DebuggerApp(App[None]):
         self.query_one(MemoryPane).show(run.info, state)
         self.query_one(GuardsPane).show(run, state)
         total = len(self.document.runs) if self.document is not None else 1
-        header.show(run, step, self.run_index, total)
+        header.show(run, step, self.run_index, total, session.view)
 
     def describe_step(self) -> str:
         session = self.session
@@ -440,7 +450,7 @@ class DebuggerApp(App[None]):
         if grew:
             timeline.set_step_count(run.step_count)
         if grew or total != header.run_total:  # the index found more steps, or more runs
-            header.show(run, session.cursor, self.run_index, total)
+            header.show(run, session.cursor, self.run_index, total, session.view)
         if grew and session.cursor == 0 and run.step_count > 0 and not session.is_live:
             session.goto(1)
             self.show_cursor()
@@ -601,7 +611,8 @@ class DebuggerApp(App[None]):
     def worker_progress(self, message: Progress) -> None:
         self.poll()  # a live run stepped by the worker has grown
         if self.busy:
-            self.say(f"{message.operation}… at step {message.step:,} (Esc cancels)", "bold cyan")
+            unit = "run" if message.operation.endswith("failing run") else "step"
+            self.say(f"{message.operation}… at {unit} {message.step:,} (Esc cancels)", "bold cyan")
 
     @on(ApprovalAsked)
     def approval_asked(self, message: ApprovalAsked) -> None:
@@ -638,7 +649,11 @@ class DebuggerApp(App[None]):
             return
         self.show_cursor()
         session = self.session
-        if operation == "step" and result is False and session is not None:
+        if operation in ("step", "back") and result is False and session is not None and session.view is not None:
+            which = "after" if operation == "step" else "before"
+            self.say(f"no step {which} this one matches {one_line(session.view.text, 60)} "
+                     f"({session.view.describe()}; f changes the filter, an empty one shows every step)", "bold")
+        elif operation == "step" and result is False and session is not None:
             self.say(f"at the last step: the run ended ({self.outcome()})", "bold")
         elif operation == "back" and result is False:
             self.say("at the first step", "bold")
@@ -802,10 +817,11 @@ class DebuggerApp(App[None]):
             self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
-        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter)
+        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter, self.summaries, self.run_sort)
 
         def answer(index: int | None) -> None:
-            self.run_filter = switcher.filter_text  # the list opens filtered the same next time
+            self.run_filter = switcher.filter_text  # the list opens filtered and sorted the same next time
+            self.run_sort = switcher.sort
             if index is not None and index != self.run_index:
                 self.run_index = index
                 self.show_run()
@@ -887,6 +903,99 @@ class DebuggerApp(App[None]):
 
     def action_attach(self) -> None:
         self.live.toggle_attach()
+
+    # --- triage: failing runs, the view filter ---------------------------------------------
+    def action_next_failing_run(self, direction: int) -> None:
+        document = self.document
+        if self._session_ready() is None or document is None:
+            return
+        summaries, start = self.summaries, self.run_index
+        runs = document.runs
+
+        operation = "next failing run" if direction > 0 else "previous failing run"
+        progress = partial(self._progress, operation)
+
+        def job(cancel: Cancel) -> tuple[int | None, int | None, int]:
+            index = next_failing_run(summaries, start, direction, cancel, progress)
+            step = first_failing_step(runs[index], cancel) if index is not None else None
+            return index, step, direction
+
+        self.start_worker(operation, job, cancellable=True)
+
+    def _after_next_failing_run(self, found: tuple[int | None, int | None, int]) -> None:
+        index, step, direction = found
+        if self._cancel.is_set():
+            self.say("cancelled: the cursor stays here", "yellow")
+            return
+        if index is None:
+            way = "after" if direction > 0 else "before"
+            total = len(self.document.runs) if self.document is not None else 0
+            self.say(f"no failing run {way} run {self.run_index + 1} of {total:,} "
+                     "(failing: an error, a guard stopped it, or judged wrong)", "bold")
+            return
+        self.run_index = index
+        self.show_run()
+        session = self.session
+        if session is not None and step is not None:
+            session.goto(step)
+            self.show_cursor()
+        summary = self.summaries.get(index)
+        why = f" ({summary.why_failing()})" if summary is not None else ""
+        total = len(self.document.runs) if self.document is not None else 0
+        self.say(f"failing run {index + 1} of {total:,}{why} · {self.describe_step()}", "bold red")
+
+    _after_previous_failing_run = _after_next_failing_run
+
+    def action_view_filter(self) -> None:
+        session = self._session_ready()
+        if session is None:
+            return
+
+        def answer(value: str | None) -> None:
+            if value is None:
+                return
+            text = value.strip()
+            if not text:
+                self.set_view(None)
+                return
+            from agentdbg.debugger.filters import parse_filter
+
+            flt = parse_filter(text)  # the dialog let only a valid filter through
+            run = session.run
+            progress = partial(self._progress, "view filter")
+            self.start_worker("view filter", lambda cancel: scan_view(run, text, flt, cancel, progress),
+                              cancellable=True)
+
+        self.push_screen(view_filter_screen(session.view.text if session.view is not None else ""), answer)
+
+    def _after_view_filter(self, view: StepView | None) -> None:
+        session = self.session
+        if view is None or session is None:
+            self.say("view filter cancelled: the view is unchanged", "yellow")
+            return
+        if not len(view):
+            self.say(f"no step of this run matches {one_line(view.text, 80)}: the view is unchanged", "yellow")
+            return
+        self.set_view(view)
+
+    def set_view(self, view: StepView | None) -> None:
+        """Show only ``view``'s steps (None: every step); the cursor moves to the nearest one kept."""
+        session = self.session
+        if session is None:
+            return
+        had = session.view
+        session.view = view
+        if view is not None:
+            nearest = view.nearest(session.cursor)
+            if nearest is not None:
+                session.goto(nearest)
+        self.query_one(Timeline).set_view(view)
+        self.show_cursor()
+        if view is None:
+            self.say("view filter cleared: every step shown" if had is not None else "no view filter: every step shown")
+        else:
+            self.say(f"view: {view.describe()} match {one_line(view.text, 80)} "
+                     "(n / p move between them; f and an empty filter show every step)", "bold")
 
     # --- what if ------------------------------------------------------------------------
     def action_what_if(self) -> None:

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.validation import Function
+from textual.validation import Function, ValidationResult, Validator
 from textual.widgets import Input, Label
 
 
@@ -80,3 +80,25 @@ def diff_screen(suggested: str, several: bool) -> PromptScreen:
                         value=suggested, placeholder="2, golden.jsonl or runs.jsonl:3",
                         hint="steps are aligned by action; } and { go to the next / previous difference",
                         id="diff-prompt")
+
+
+class FilterValidator(Validator):
+    """A filter expression, or nothing; the parser's message (what, at which column) when wrong."""
+
+    def validate(self, value: str) -> ValidationResult:
+        from agentdbg.debugger.filters import parse_filter
+
+        if not value.strip():
+            return self.success()
+        try:
+            parse_filter(value)
+        except ValueError as exc:
+            return self.failure(str(exc))
+        return self.success()
+
+
+def view_filter_screen(current: str) -> PromptScreen:
+    return PromptScreen("View filter", "Show only the steps matching (empty: every step):", value=current,
+                        placeholder="e.g. ~error, ~tool search & ~obs timeout, ~step >10",
+                        hint="n / p move between the steps kept; ? lists the filters",
+                        validators=[FilterValidator()], id="view-filter")

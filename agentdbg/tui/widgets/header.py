@@ -23,11 +23,16 @@ class RunHeader(Widget):
         self.left = Text()
         self.right = Text()
         self.note = Text()  # a run still being written: live or finished, and its agent
+        self.view = Text()  # a view filter: what it keeps
         self.run_total = 1
 
-    def show(self, run, step: int, run_index: int = 0, run_total: int = 1) -> None:
+    def show(self, run, step: int, run_index: int = 0, run_total: int = 1, view=None) -> None:
         self.run_total = run_total
         self.left, self.right = self.describe(run, step, run_index, run_total)
+        self.view = Text()
+        if view is not None and run is not None:
+            self.view = Text.assemble(("filter ", "dim"), (one_line(view.text, 30), "bold magenta"),
+                                      (f" {len(view):,} of {view.scanned:,} steps", "magenta"), "  ")
         self.refresh()
 
     def set_note(self, note: Text) -> None:
@@ -38,12 +43,17 @@ class RunHeader(Widget):
     @property
     def text(self) -> str:
         note = f"{self.note.plain}  " if self.note.plain else ""
-        return f"{self.left.plain}  {note}{self.right.plain}"
+        return f"{self.left.plain}  {note}{self.view.plain}{self.right.plain}"
 
     def render(self) -> Text:
         width = self.size.width
         left = self.left.copy()
-        right = Text.assemble(self.note, "  ", self.right) if self.note.plain else self.right
+        right = self.right
+        if self.view.plain:  # the filter before the outcome; where both do not fit, the outcome goes
+            position = right.plain.rfind("step ")
+            narrow = self.view.cell_len + right.cell_len + self.note.cell_len > width - 16
+            right = Text.assemble(self.view, right[position:] if narrow and position >= 0 else right)
+        right = Text.assemble(self.note, "  ", right) if self.note.plain else right
         room = max(width - right.cell_len - 1, 0)
         if left.cell_len > room:
             left.truncate(max(room - 1, 0))

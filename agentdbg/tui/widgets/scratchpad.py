@@ -222,7 +222,7 @@ class Scratchpad(LinePane):
                     style = "bold red"
             paragraph = Text.assemble((f"{label}: ", style), text)
             if hidden:
-                paragraph.append(f"… [{hidden}]" if current else f" … ({hidden}; f unfolds)", style="italic")
+                paragraph.append(f"… [{hidden}]" if current else f" … ({hidden}; z unfolds)", style="italic")
             if not current:
                 paragraph.stylize("dim")
             block.append(paragraph)

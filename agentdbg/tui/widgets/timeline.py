@@ -156,11 +156,13 @@ class Timeline(ScrollView, can_focus=True):
         self._rows: LRUCache[int, Row] = LRUCache(ROW_CACHE_SIZE)
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[int, bool, int], Strip] = LRUCache(ROW_CACHE_SIZE)  # painted rows
+        self.view = None  # a view filter's steps (StepView): only those rows are shown
 
     # --- what is shown -------------------------------------------------------------
-    def show_run(self, run, marker: Callable[[int], str] | None = None) -> None:
+    def show_run(self, run, marker: Callable[[int], str] | None = None, view=None) -> None:
         self.run = run
         self.breakpoint_marker = marker or (lambda step: "")
+        self.view = view
         self._rows.clear()
         self._strips.clear()
         self.cursor = 0
@@ -168,11 +170,31 @@ class Timeline(ScrollView, can_focus=True):
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
         self.refresh()
 
-    def set_step_count(self, count: int) -> None:
-        if count != self.step_count or self.virtual_size.height != count:
+    def set_view(self, view) -> None:
+        """Show only the steps of ``view`` (a ``StepView``), or every step (None)."""
+        self.view = view
+        self._strips.clear()
+        self.set_step_count(self.step_count, force=True)
+        self.scroll_to_step(self.cursor)
+
+    @property
+    def row_count(self) -> int:
+        return len(self.view) if self.view is not None else self.step_count
+
+    def step_at(self, row: int) -> int | None:
+        """The step shown on row ``row`` (0-based), None past the last."""
+        if not 0 <= row < self.row_count:
+            return None
+        return self.view[row] if self.view is not None else row + 1
+
+    def row_of(self, step: int) -> int:
+        return self.view.row_of(step) if self.view is not None else step - 1
+
+    def set_step_count(self, count: int, force: bool = False) -> None:
+        if force or count != self.step_count or self.virtual_size.height != self.row_count:
             digits_changed = len(str(count)) != len(str(self.step_count))
             self.step_count = count
-            set_virtual_size(self, Size(self.size.width, count))
+            set_virtual_size(self, Size(self.size.width, self.row_count))
             if digits_changed:
                 self._strips.clear()
             self.refresh()
@@ -198,7 +220,7 @@ class Timeline(ScrollView, can_focus=True):
         self.refresh()
 
     def scroll_to_step(self, step: int) -> None:
-        row = step - 1
+        row = self.row_of(step)
         height = max(self.scrollable_content_region.height, 1)
         top = int(self.scroll_offset.y)
         if row < top or row >= top + height:
@@ -212,7 +234,7 @@ class Timeline(ScrollView, can_focus=True):
             self.scroll_to(y=max(target, 0), animate=False, immediate=True, force=True)
 
     def _refresh_step(self, step: int) -> None:
-        y = step - 1 - int(self.scroll_offset.y)
+        y = self.row_of(step) - int(self.scroll_offset.y)
         if 0 <= y < self.size.height:
             self.refresh(Region(0, y, self.size.width, 1))
 
@@ -248,10 +270,10 @@ class Timeline(ScrollView, can_focus=True):
         return style
 
     def render_line(self, y: int) -> Strip:
-        step = y + int(self.scroll_offset.y) + 1
+        step = self.step_at(y + int(self.scroll_offset.y))
         width = self.size.width
         base = self.rich_style
-        if step > self.step_count:
+        if step is None or step > self.step_count:
             return Strip.blank(width, base)
         key = (step, step == self.cursor, width)
         strip = self._strips.get(key)
@@ -289,12 +311,15 @@ class Timeline(ScrollView, can_focus=True):
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        step = offset.y + int(self.scroll_offset.y) + 1
-        if 1 <= step <= self.step_count:
+        step = self.step_at(offset.y + int(self.scroll_offset.y))
+        if step is not None and 1 <= step <= self.step_count:
             self.post_message(self.Selected(step))
 
     def action_page(self, direction: int) -> None:
         height = max(self.scrollable_content_region.height - 1, 1)
-        target = max(1, min(self.cursor + direction * height, self.step_count))
-        if self.step_count:
+        if not self.row_count:
+            return
+        row = max(0, min(self.row_of(self.cursor) + direction * height, self.row_count - 1))
+        target = self.step_at(row)
+        if target is not None:
             self.post_message(self.Selected(target))

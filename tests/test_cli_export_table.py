@@ -1,0 +1,122 @@
+"""`agentdbg export --table`: one row per step of every run of many files, as CSV, JSON
+Lines or Parquet, written as it is read (Parquet in row groups)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from agentdbg.cli import main
+from agentdbg.exporters import table
+from agentdbg.importers.builder import RunBuilder
+from agentdbg.trace.writer import write_trace
+
+HOSTILE = "\x1b]52;c;ZXZpbA==\x07[red]x[/] \u202eevil\ud800"
+
+
+def run_events(number: int, *, error: bool = False, wrong: bool = False, observation: str = "found") -> list:
+    builder = RunBuilder(f"task {number}", name=f"case {number}")
+    builder.step(thought="look", tool="search", args="x", call="search[x]", observation=observation)
+    if error:
+        builder.step(thought="oops", tool="lookup", args="y", call="lookup[y]", error_kind="unknown_tool",
+                     error_message="tool 'lookup' does not exist")
+    builder.step(thought="done", answer="3" if wrong else "2")
+    return builder.build(verdict={"correct": not wrong, "score": 0.0 if wrong else 1.0, "expected": "2", "grader": "em"})
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "runs"
+    (root / "sub").mkdir(parents=True)
+    write_trace(root / "b.jsonl", [run_events(1), run_events(2, error=True, wrong=True)])
+    write_trace(root / "sub" / "a.jsonl", [run_events(3, observation=HOSTILE + "y" * 5000)])
+    (root / "sub" / "notes.txt").write_text("nothing to see\n", encoding="utf-8")
+    return root
+
+
+def export(capsys, *argv) -> tuple[int, str]:
+    code = main(["export", *map(str, argv)])
+    return code, capsys.readouterr().err
+
+
+def test_csv_has_a_row_per_step_in_path_order(runs_dir, tmp_path, capsys):
+    out = tmp_path / "steps.csv"
+    code, err = export(capsys, "--table", runs_dir, "-o", out)
+    assert code == 0
+    assert err.splitlines()[-1] == f"wrote 7 rows (3 runs of 2 files) to {out}"
+    assert "notes.txt: skipped" in err
+    with out.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(table.NAMES)
+    assert [(Path(r["file"]).name, r["run"], r["step"]) for r in rows] == [
+        ("b.jsonl", "1", "1"), ("b.jsonl", "1", "2"), ("b.jsonl", "2", "1"), ("b.jsonl", "2", "2"),
+        ("b.jsonl", "2", "3"), ("a.jsonl", "1", "1"), ("a.jsonl", "1", "2")]
+    error = rows[3]
+    assert (error["tool"], error["error_kind"], error["error"]) == ("lookup", "unknown_tool", "tool 'lookup' does not exist")
+    assert {r["verdict"] for r in rows if r["run"] == "2" and r["file"].endswith("b.jsonl")} == {"wrong"}
+    assert rows[4]["answer"] == "3" and rows[4]["outcome"] == "answered" and rows[4]["correct"] == "False"
+    hostile = rows[5]["observation"]
+    assert len(hostile) == table.MAX_TEXT and int(rows[5]["observation_chars"]) > 5000
+    assert hostile.startswith("\x1b]52;c;ZXZpbA==\x07[red]x[/] \u202eevil\ufffd")  # data kept; a lone surrogate replaced
+
+
+def test_jsonl_keeps_types_and_cuts_with_max_text(runs_dir, tmp_path, capsys):
+    out = tmp_path / "steps.jsonl"
+    assert export(capsys, "--table", runs_dir, "-o", out, "--max-text", "10")[0] == 0
+    text = out.read_text(encoding="utf-8")
+    assert "\x1b" not in text and "\u202e" not in text  # escaped: cat on it is inert
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert len(rows) == 7 and rows[3]["repeat"] is False and rows[4]["score"] == 0.0
+    assert rows[5]["observation"] == HOSTILE[:10] and rows[5]["observation_chars"] == len(HOSTILE) + 5000
+
+
+def test_parquet_is_written_in_row_groups(runs_dir, tmp_path, capsys, monkeypatch):
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (pip install 'agentdbg[table]')")
+    monkeypatch.setattr(table, "ROW_GROUP", 3)
+    out = tmp_path / "steps.parquet"
+    assert export(capsys, "--table", runs_dir, "-o", out)[0] == 0
+    parquet = pq.ParquetFile(out)
+    assert parquet.metadata.num_rows == 7 and parquet.metadata.num_row_groups == 3  # 3 + 3 + 1: never all held
+    rows = parquet.read().to_pylist()
+    assert rows[3]["error_kind"] == "unknown_tool" and rows[3]["step"] == 2 and rows[4]["correct"] is False
+    assert parquet.schema_arrow.field("score").type == "double"
+
+
+def test_parquet_without_pyarrow_says_how_to_get_it(runs_dir, tmp_path, capsys, monkeypatch):
+    def missing():
+        raise table.MissingDependency('writing Parquet needs pyarrow: pip install "agentdbg[table]" (or ...)')
+
+    monkeypatch.setattr(table, "_pyarrow", missing)
+    out = tmp_path / "steps.parquet"
+    code, err = export(capsys, "--table", runs_dir, "-o", out)
+    assert code == 2 and 'pip install "agentdbg[table]"' in err
+    assert not out.exists() and not list(tmp_path.glob(".steps.parquet.*"))  # nothing half-written left
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-o", "x.csv"], "--table"),
+    (["--table", "-o", "x.xlsx"], "say the table's format by its extension"),
+    (["--table", "-o", "x.csv", "--max-text", "-1"], "--max-text -1"),
+])
+def test_unusable_arguments_exit_2(runs_dir, tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    code, err = export(capsys, runs_dir, *argv)
+    assert code == 2 and message in err
+
+
+def test_an_existing_output_needs_force(runs_dir, tmp_path, capsys):
+    out = tmp_path / "steps.csv"
+    out.write_text("keep me", encoding="utf-8")
+    code, err = export(capsys, "--table", runs_dir, "-o", out)
+    assert code == 2 and "use --force" in err and out.read_text(encoding="utf-8") == "keep me"
+    assert export(capsys, "--table", runs_dir, "-o", out, "--force")[0] == 0
+
+
+def test_a_named_file_that_cannot_be_read_is_trouble(runs_dir, tmp_path, capsys):
+    out = tmp_path / "steps.csv"
+    code, err = export(capsys, "--table", runs_dir / "b.jsonl", runs_dir / "sub" / "notes.txt", "-o", out)
+    assert code == 2 and "error:" in err and "notes.txt" in err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 1 + 5  # what could be read is written

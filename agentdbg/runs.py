@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun
@@ -215,6 +215,7 @@ class Document:
     kind: str  # "plan", "trace", or an importer's format name
     runs: list = field(default_factory=list)  # RunView objects
     problems: list[Problem] = field(default_factory=list)
+    plan: Any = None  # the plan a "plan" document runs (a fork re-runs its policy)
 
     def close(self) -> None:
         for run in self.runs:

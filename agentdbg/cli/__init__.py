@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "check": "exit 1 when a run hits errors, repeats or budgets (for CI)",
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
     "rescore": "where other guards would have stopped recorded runs: steps saved, wrong runs caught, correct runs cut",
+    "fork": "change a step's thought, action or observation and run the rest again: the fork, as a trace",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
     "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",
 }

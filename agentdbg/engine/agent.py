@@ -8,8 +8,8 @@ live run and a batch run share one code path. Everything the loop does is an eve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.approval import Approver, Decision
@@ -29,6 +29,9 @@ from agentdbg.engine.policies import Policy, as_policy
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
 from agentdbg.engine.tools import ToolError, ToolRegistry
 from agentdbg.engine.verdicts import judge_answer
+
+if TYPE_CHECKING:
+    from agentdbg.engine.step_edit import StepEdit
 
 OUTCOME_TEXT = {
     "budget exhausted": "INTERRUPTED: step budget exhausted",
@@ -154,6 +157,11 @@ def render_output(output: Any, parsed: Step | None) -> str:
         return output
     if parsed is None:
         return f"Output: {output!r}"
+    return render_step(parsed)
+
+
+def render_step(parsed: Step) -> str:
+    """A parsed step written out as ``Thought:`` / ``Action:`` (or ``Final Answer:``) lines."""
     lines = [f"Thought: {parsed.thought}"] if parsed.thought else []
     if isinstance(parsed, FinalAnswer):
         lines.append(f"Final Answer: {parsed.answer if parsed.answer is not None else '(finish)'}")
@@ -288,8 +296,11 @@ class AgentRun:
         (the run ends with a policy error). Steps that do not wait on a model are unaffected."""
         self.agent.policy.cancel()
 
-    def step(self) -> StepResult:
-        """Advance exactly one reason -> act -> observe turn."""
+    def step(self, edit: StepEdit | None = None) -> StepResult:
+        """Advance exactly one reason -> act -> observe turn. ``edit`` changes one part of
+        it (a fork, see ``agentdbg.fork``): the thought (the action is kept), the
+        action (the policy's output is replaced by ``edit.output``) or the observation
+        (the tool does not run; the policy reads ``edit.text``)."""
         if self.done:
             raise RuntimeError("the run has ended")
         agent = self.agent
@@ -323,11 +334,17 @@ class AgentRun:
         finally:
             agent.policy.on_note = None
 
+        if edit is not None and edit.part == "action":
+            result.output = edit.output
         try:
             result.parsed = self.parse(result.output)
         except ValueError as exc:
             result.parse_error = str(exc)
-        written = render_output(result.output, result.parsed)
+        if edit is not None and edit.part == "thought" and result.parsed is not None:
+            result.parsed = replace(result.parsed, thought=edit.text)
+            written = render_step(result.parsed)
+        else:
+            written = render_output(result.output, result.parsed)
         reported = agent.policy.reported_tokens()  # a model's real usage, when it gives one
         try:
             step_tokens = reported if reported is not None else agent.tokens(prompt) + agent.tokens(written)
@@ -364,7 +381,11 @@ class AgentRun:
             return result
 
         key, answered_error = "", False
-        if isinstance(result.parsed, Action):
+        edited_observation = edit is not None and edit.part == "observation"
+        if edited_observation:  # the tool does not run: the policy reads the edited text
+            result.observation = edit.text
+            answered_error = edit.text.startswith("ERROR:")
+        elif isinstance(result.parsed, Action):
             action = result.parsed
             gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,
                                    approver=agent.approver, journal=self.journal, thought=action.thought)
@@ -381,7 +402,8 @@ class AgentRun:
                     result.observation = gated.observation(value)
         else:
             result.observation = f"ERROR: {result.parse_error}"
-        is_error = result.error is not None or result.parse_error is not None or answered_error
+        is_error = answered_error if edited_observation else \
+            result.error is not None or result.parse_error is not None or answered_error
         emit(ev.Observation(step=number, text=result.observation, error=is_error, key=key, replayed=result.replayed))
         self.transcript += "\nObservation: " + result.observation
 

@@ -19,6 +19,9 @@ class Policy:
     kind: str = "policy"
     # True when ``reported_tokens`` gives what a call really cost (a model API's usage).
     reports_usage: bool = False
+    # True when ``respond`` asks a model (over the network): a fork never asks it again for
+    # a step already recorded, it reads the recorded output instead.
+    asks_model: bool = False
     # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,
     # say) in the trace as it happens, as a raw event of the step.
     on_note: Callable[[str, dict], None] | None = None

@@ -95,16 +95,17 @@ def start_fork(plan: Plan, parent_events: Sequence[ev.Event], step: int, edit: S
                    on_event=on_event, journal_events=journal_events, approver=approver, cancelled=cancelled)
 
 
-def fork_live_run(plan: Plan, document: Document, index: int, step: int, edit: StepEdit,
+def fork_live_run(plan: Plan, runs: Sequence, index: int, step: int, edit: StepEdit,
                   approver: Approver | None = None, cancelled: Callable[[], bool] | None = None) -> LiveRun:
-    """A fork of run ``index`` of ``document`` as a live run, to be added after its runs:
-    stepped on demand from the edited step on, like a plan opened in the debugger."""
-    parent_events = document.runs[index].events()
-    journal_events = [event for run in document.runs for event in run.events()]
+    """A fork of ``runs[index]`` as a live run, to be listed after ``runs``: replayed up to
+    ``step`` now (``ForkError`` when it cannot be), then stepped on demand like a plan
+    opened in the debugger. The operation keys of every run in ``runs`` count as done."""
+    parent_events = runs[index].events()
+    journal_events = [event for run in runs for event in run.events()] if plan.keyed_tools else parent_events
 
     def factory(on_event: Callable[[ev.Event], None], approve: Approver) -> ForkRun:
         return start_fork(plan, parent_events, step, edit, parent=index + 1, journal_events=journal_events,
                           approver=approve, on_event=on_event, cancelled=cancelled)
 
-    title = f"{getattr(document.runs[index], 'title', '') or plan.name} (fork)"
+    title = f"{getattr(runs[index], 'title', '') or plan.name} (fork)"
     return LiveRun(factory, title=title, approver=approver)

@@ -144,6 +144,7 @@ class LiveRun:
         self._events: list[ev.Event] = []
         self._listeners: list[Callable[[ev.Event], None]] = []
         self.approver = approver
+        self.plan: Any = None  # the plan that runs it, when a fork of it may be made
         self._agent_run = agent_run_factory(self._on_event, self._ask)
         self._view = EventRun(self._events, title)
         self._grouped = len(self._events)  # events already handed to the view

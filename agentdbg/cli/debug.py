@@ -32,7 +32,8 @@ def build_app(args: argparse.Namespace):
         if args.format:
             print("agentdbg: --format needs a FILE", file=sys.stderr)
             return 2
-        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False)
+        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False,
+                           allow_code=args.allow_code, allow_network=getattr(args, "allow_network", False))
     if args.format and args.format not in ("plan", "trace"):
         from agentdbg import importers
 
@@ -60,7 +61,8 @@ def build_app(args: argparse.Namespace):
             more = f"; {plural(found - 1, 'more problem')}: agentdbg show lists them" if found > 1 else ""
             why = f" ({first}{more})"
         return refuse(f"{args.file}: no runs in it{why}")
-    return DebuggerApp(document, run_index=run_number - 1)
+    return DebuggerApp(document, run_index=run_number - 1, allow_code=args.allow_code,
+                       allow_network=getattr(args, "allow_network", False))
 
 
 def run(args: argparse.Namespace) -> int:

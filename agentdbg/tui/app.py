@@ -36,10 +36,12 @@ from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.runs import Document
 from agentdbg.tui import commands
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
+from agentdbg.tui.forks import RunsWithForks, fork_marks
 from agentdbg.tui.live import LiveControl, LiveEvent
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
+from agentdbg.tui.screens.fork import ForkScreen
 from agentdbg.tui.screens.help import HelpScreen
 from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
 from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
@@ -102,12 +104,16 @@ class DebuggerApp(App[None]):
             self.step = step
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
-                 error: str | None = None, save_breakpoints: bool = True, label: str = ""):
+                 error: str | None = None, save_breakpoints: bool = True, label: str = "",
+                 allow_code: bool = False, allow_network: bool = False):
         super().__init__()
         self._poll_timer: Timer | None = None
         self.document: Document | None = None
         self.run_index = 0
         self.sessions: dict[int, DebugSession] = {}
+        self.forks: list = []  # runs forked in this session, listed after the file's runs
+        self.allow_code = allow_code  # what a fork may re-run: the permissions given on the command line
+        self.allow_network = allow_network
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
         self.save_breakpoints = save_breakpoints
@@ -170,7 +176,7 @@ class DebuggerApp(App[None]):
             self._quitting = True  # and a job not started yet never starts
         self.workers.cancel_group(self, "session")
         if self.document is not None:
-            for run in self.document.runs:  # a step waiting on a model call gives up at once
+            for run in self.runs:  # a step waiting on a model call gives up at once
                 if callable(getattr(run, "cancel", None)):
                     run.cancel()
             self.close_when_idle(self.document)  # stops a file's indexing thread
@@ -191,6 +197,11 @@ class DebuggerApp(App[None]):
         return self.sessions.get(self.run_index)
 
     @property
+    def runs(self) -> RunsWithForks:
+        """The file's runs, then the forks made in this session."""
+        return RunsWithForks(self.document.runs if self.document is not None else [], self.forks)
+
+    @property
     def current_run(self):
         session = self.session
         return session.run if session is not None else None
@@ -201,6 +212,7 @@ class DebuggerApp(App[None]):
         self.document = document
         self._label = label or self._label
         self.sessions = {}
+        self.forks = []
         self.run_filter = ""
         self._problems = []
         self._problems_seen = 0
@@ -221,17 +233,19 @@ class DebuggerApp(App[None]):
     def show_run(self) -> None:
         document = self.document
         timeline = self.query_one(Timeline)
-        if document is None or not document.runs:
+        runs = self.runs
+        if document is None or not runs:
             timeline.show_run(None)
             self.show_cursor()
             return
         session = self.sessions.get(self.run_index)
         if session is None:
-            session = self.sessions[self.run_index] = DebugSession(document.runs[self.run_index], self.breakpoints)
+            session = self.sessions[self.run_index] = DebugSession(runs[self.run_index], self.breakpoints)
         timeline.show_run(session.run, self.gutter)
+        timeline.set_fork_marks(fork_marks(runs, self.run_index))
         self.live.run_shown()
         self.show_cursor()
-        total = len(document.runs)
+        total = len(runs)
         where = f"run {self.run_index + 1} of {total} · " if total > 1 else ""
         if session.cursor == 0:
             self.say(f"{where}at the start: n steps, c continues to the first break, ? lists every key")
@@ -343,7 +357,7 @@ class DebuggerApp(App[None]):
         self.query_one(ToolsPane).show(run.info, state, record)
         self.query_one(MemoryPane).show(run.info, state)
         self.query_one(GuardsPane).show(run, state)
-        total = len(self.document.runs) if self.document is not None else 1
+        total = len(self.runs) if self.document is not None else 1
         header.show(run, step, self.run_index, total)
 
     def describe_step(self) -> str:
@@ -374,7 +388,7 @@ class DebuggerApp(App[None]):
         run = session.run
         timeline = self.query_one(Timeline)
         header = self.query_one(RunHeader)
-        total = len(self.document.runs) if self.document is not None else 1
+        total = len(self.runs) if self.document is not None else 1
         grew = run.step_count != timeline.step_count
         if grew:
             timeline.set_step_count(run.step_count)
@@ -739,14 +753,14 @@ class DebuggerApp(App[None]):
 
     def action_switch_run(self) -> None:
         document = self.document
-        if document is None or len(document.runs) < 2:
+        if document is None or len(self.runs) < 2:
             self.say("this file holds a single run", "yellow")
             return
         if self.busy:
             self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
-        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter)
+        switcher = RunSwitcher(self.runs, self.run_index, self.run_filter)
 
         def answer(index: int | None) -> None:
             self.run_filter = switcher.filter_text  # the list opens filtered the same next time
@@ -758,6 +772,85 @@ class DebuggerApp(App[None]):
 
     def action_attach(self) -> None:
         self.live.toggle_attach()
+
+    # --- fork ---------------------------------------------------------------------------
+    def action_fork(self) -> None:
+        """E: edit this step's thought, action or observation and run the rest as a new run."""
+        session = self._session_ready()
+        if session is None:
+            return
+        if session.cursor == 0:
+            self.say("no step to fork at yet: n takes the first", "yellow")
+            return
+        index = self.run_index
+        document = self.document
+        allow = {"allow_code": self.allow_code, "allow_network": self.allow_network}
+
+        def job() -> tuple:
+            from agentdbg.forking import ForkError, plan_for_run
+
+            try:
+                plan = plan_for_run(document, index, **allow) if index < len(document.runs) \
+                    else self.forks[index - len(document.runs)].plan
+                return plan, plan.build_agent().policy.format, ""
+            except ForkError as exc:
+                return None, "", str(exc)
+
+        self.start_worker("fork check", job)
+
+    def _after_fork_check(self, found: tuple) -> None:
+        plan, format, error = found
+        session = self.session
+        if plan is None or session is None:
+            self.say(one_line(error, 300), "bold red")
+            self.notify(one_line(error, 400), title="Cannot fork this run", severity="error", timeout=10, markup=False)
+            return
+        self.say(self.describe_step(), self.reason_style())
+        record = session.record()
+        if record is None:
+            return
+        index, step = self.run_index, record.step
+        label = f"run {index + 1}" if len(self.runs) > 1 else "this run"
+
+        def answer(edit) -> None:
+            if edit is not None:
+                self.start_fork(plan, index, step, edit)
+
+        self.push_screen(ForkScreen(record, format, label), answer)
+
+    def start_fork(self, plan, index: int, step: int, edit) -> None:
+        runs = list(self.runs)
+
+        def job(cancel: Cancel) -> tuple:
+            from agentdbg.forking import ForkError, fork_live_run
+
+            try:
+                run = fork_live_run(plan, runs, index, step, edit, approver=self.approvals.ask,
+                                    cancelled=cancel.is_set)
+                run.plan = plan  # a fork of this fork re-runs the same plan
+                run.advance()  # the edited step
+            except ForkError as exc:
+                return None, str(exc)
+            return run, ""
+
+        self.start_worker("fork", job, cancellable=True)
+
+    def _after_fork(self, made: tuple) -> None:
+        run, error = made
+        if run is None:
+            self.show_cursor()
+            self.say(f"not forked: {one_line(error, 300)}", "bold red")
+            self.notify(one_line(error, 400), title="Cannot fork", severity="error", timeout=10, markup=False)
+            return
+        self.forks.append(run)
+        self.run_index = len(self.runs) - 1
+        self.show_run()
+        session = self.session
+        if session is not None:
+            session.goto(run.info.fork["step"])
+            self.show_cursor()
+        self.say(f"run {self.run_index + 1}: {one_line(run.info.fork_text(), 200)} · n/c run on, r switches runs",
+                 "bold magenta")
 
     # --- what if ------------------------------------------------------------------------
     def action_what_if(self) -> None:

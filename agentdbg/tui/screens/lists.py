@@ -27,6 +27,8 @@ def describe_run(index: int, run) -> Text:
     text = Text.assemble((f"{index + 1:>3}. ", "bold"), (title, "bold"))
     text.append(f"  {run.step_count:,} step{'s' if run.step_count != 1 else ''}  ", style="dim")
     text.append_text(outcome_text(run))
+    if run.info.fork:
+        text.append(f"  ⑂ {one_line(run.info.fork_text(), 80)}", style="magenta")
     text.append("\n     " + one_line(run.info.task, 90), style="dim")
     return text
 

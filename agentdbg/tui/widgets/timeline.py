@@ -34,6 +34,8 @@ MARKERS = {
     "": " ",
 }
 GUTTER = {"": "  ", "on": "● ", "off": "○ "}
+# The gutter's second cell: a step edited in this fork, or one a fork branches off.
+FORK_MARKS = {"edited": "✎", "branch": "⑂"}
 ROW_CACHE_SIZE = 4096
 TOOL_WIDTH = 11
 SUMMARY_CHARS = 200
@@ -94,6 +96,7 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--tripped",
         "timeline--final",
         "timeline--raw",
+        "timeline--fork",
     }
     DEFAULT_CSS = """
     Timeline {
@@ -124,6 +127,7 @@ class Timeline(ScrollView, can_focus=True):
         self.cursor = 0
         self.step_count = 0
         self.breakpoint_marker: Callable[[int], str] = lambda step: ""
+        self.fork_marks: dict[int, str] = {}
         self._rows: OrderedDict[int, Row] = OrderedDict()
         self._styles: dict[str, Style] = {}
         self._strips: OrderedDict[tuple, Strip] = OrderedDict()  # painted rows
@@ -132,12 +136,19 @@ class Timeline(ScrollView, can_focus=True):
     def show_run(self, run, marker: Callable[[int], str] | None = None) -> None:
         self.run = run
         self.breakpoint_marker = marker or (lambda step: "")
+        self.fork_marks = {}
         self._rows.clear()
         self._strips.clear()
         self.cursor = 0
         self.set_step_count(run.step_count if run is not None else 0)
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
         self.refresh()
+
+    def set_fork_marks(self, marks: dict[int, str]) -> None:
+        if marks != self.fork_marks:
+            self.fork_marks = dict(marks)
+            self._strips.clear()
+            self.refresh()
 
     def set_step_count(self, count: int) -> None:
         if count != self.step_count or self.virtual_size.height != count:
@@ -239,8 +250,10 @@ class Timeline(ScrollView, can_focus=True):
         number_width = max(len(str(self.step_count)), 3)
         current = step == self.cursor
         gutter = self.breakpoint_marker(step)
+        fork = FORK_MARKS.get(self.fork_marks.get(step, ""))
         segments = [
-            Segment(GUTTER.get(gutter, "  "), self._style("breakpoint" if gutter == "on" else "breakpoint-off")),
+            Segment(GUTTER.get(gutter, "  ")[0], self._style("breakpoint" if gutter == "on" else "breakpoint-off")),
+            Segment(fork, self._style("fork")) if fork else Segment(" "),
             Segment("▶" if current else " ", self._style("cursor") if current else Style()),
             Segment(f"{step:>{number_width}} ", self._style("number")),
         ]

@@ -251,12 +251,15 @@ class Timeline(ScrollView, can_focus=True):
         current = step == self.cursor
         gutter = self.breakpoint_marker(step)
         fork = FORK_MARKS.get(self.fork_marks.get(step, ""))
+        gutter_style = self._style("breakpoint" if gutter == "on" else "breakpoint-off")
         segments = [
-            Segment(GUTTER.get(gutter, "  ")[0], self._style("breakpoint" if gutter == "on" else "breakpoint-off")),
-            Segment(fork, self._style("fork")) if fork else Segment(" "),
+            Segment(GUTTER.get(gutter, "  "), gutter_style) if not fork
+            else Segment(GUTTER.get(gutter, "  ")[0], gutter_style),
             Segment("▶" if current else " ", self._style("cursor") if current else Style()),
             Segment(f"{step:>{number_width}} ", self._style("number")),
         ]
+        if fork:
+            segments.insert(1, Segment(fork, self._style("fork")))
         row = self.row(step)
         if row is None:
             segments.append(Segment("  …", self._style("summary")))

@@ -1,0 +1,149 @@
+"""E in the debugger: the fork dialog, the fork as a new run, its marks in the timeline and
+the header, switching between parent and fork, and runs that cannot be forked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_tui_support import PLANS, SIZE, press, screen_text, settle, status
+from textual.widgets import TextArea
+
+from agentdbg.cli import main
+from agentdbg.documents import open_document
+from agentdbg.runs import Document, EventRun
+from agentdbg.tui.app import DebuggerApp
+from agentdbg.tui.screens.fork import ForkScreen
+from agentdbg.tui.screens.lists import RunSwitcher
+
+
+def live(name: str = "library_hallucinating.toml") -> DebuggerApp:
+    return DebuggerApp(open_document(PLANS / name), save_breakpoints=False)
+
+
+async def open_dialog(pilot, *moves: str) -> ForkScreen:
+    await press(pilot, *moves, "E")
+    screen = pilot.app.screen
+    assert isinstance(screen, ForkScreen), status(pilot.app)
+    return screen
+
+
+async def write(pilot, screen: ForkScreen, text: str) -> None:
+    screen.query_one(TextArea).load_text(text)
+    await settle(pilot)
+
+
+def check_text(screen: ForkScreen) -> str:
+    return str(screen.query_one("#fork-check").render())
+
+
+async def test_e_edits_an_observation_and_the_fork_is_a_new_run_shown_at_the_edited_step():
+    app = live()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n", "n")
+        assert screen.part == "observation" and screen.query_one(TextArea).text == "5"
+        assert "The call is not run" in check_text(screen)
+        await write(pilot, screen, "7")
+        await press(pilot, "ctrl+s")
+        assert not isinstance(app.screen, ForkScreen)
+        assert len(app.runs) == 2 and app.run_index == 1 and app.session.cursor == 2
+        assert "run 2: fork of run 1 at step 2: observation edited" in status(app)
+        assert app.session.record().observation == "7"
+        assert app.query_one("Timeline").row_text(2).startswith(" ✎")
+        assert "fork of run 1 at step 2: observation edited" in app.query_one("#header").text
+        await press(pilot, "c")  # the rest runs on demand, like any live plan
+        assert app.session.run.complete and app.session.run.end.answer == "2"
+
+
+async def test_r_switches_between_parent_and_fork_and_the_parent_marks_where_it_branches():
+    app = live()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n", "n", "n")
+        await write(pilot, screen, "0")
+        await press(pilot, "ctrl+s")
+        await press(pilot, "r")
+        switcher = app.screen
+        assert isinstance(switcher, RunSwitcher)
+        listed = screen_text(app)
+        assert "fork of run 1 at step 3: observation edited" in listed
+        await press(pilot, "home", "enter")  # the parent
+        assert app.run_index == 0 and app.session.cursor == 3  # where it was
+        assert app.query_one("Timeline").row_text(3).startswith(" ⑂")
+        assert "fork of" not in app.query_one("#header").text
+        await press(pilot, "r", "end", "enter")
+        assert app.run_index == 1 and app.session.record().observation == "0"
+
+
+async def test_an_action_that_does_not_parse_is_shown_in_place_and_the_dialog_stays():
+    app = live()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n", "n")
+        await pilot.click("#fork-action")
+        await settle(pilot)
+        assert screen.part == "action" and screen.query_one(TextArea).text == "catalog[Il Gattopardo]"
+        assert "reads as catalog[Il Gattopardo]" in check_text(screen)
+        await write(pilot, screen, "catalog[[")
+        assert "the action does not parse (bracket format)" in check_text(screen)
+        await press(pilot, "ctrl+s")
+        assert app.screen is screen and len(app.runs) == 1
+        await write(pilot, screen, "loans[Il Gattopardo]")
+        await press(pilot, "ctrl+s")
+        assert app.run_index == 1 and app.session.record().call == "loans[Il Gattopardo]"
+        assert app.session.record().thought == "I need the total copies."
+
+
+async def test_a_part_the_step_lacks_says_why_in_the_dialog():
+    app = live()
+    async with app.run_test(size=SIZE) as pilot:
+        await press(pilot, "c", "c")  # the final answer, step 5
+        screen = await open_dialog(pilot)
+        assert screen.part == "action"
+        await pilot.click("#fork-observation")
+        await settle(pilot)
+        assert "step 5 has no observation to edit: it is the final answer" in check_text(screen)
+        await press(pilot, "ctrl+s")
+        assert app.screen is screen
+        await press(pilot, "escape")
+        assert len(app.runs) == 1
+
+
+async def test_an_imported_run_says_it_cannot_be_re_run_instead_of_opening_the_dialog():
+    from agentdbg.plans import load_plan
+
+    events = load_plan(PLANS / "library_good.toml").run().events
+    app = DebuggerApp(Document("episode.traj", "swe-agent", [EventRun(events)]), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await press(pilot, "E")
+        assert not isinstance(app.screen, ForkScreen)
+        assert "this run was recorded from a swe-agent file (episode.traj), another agent stack; " \
+               "its policy cannot be re-run here" in status(app)
+
+
+async def test_a_trace_written_by_agentdbg_fork_shows_its_branch(tmp_path: Path):
+    out = tmp_path / "fork.jsonl"
+    assert main(["fork", str(PLANS / "library_hallucinating.toml"), "--step", "2", "--observation", "7",
+                 "-o", str(out), "-q"]) == 0
+    app = DebuggerApp(open_document(out), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one("Timeline").row_text(2).startswith(" ⑂")
+        await press(pilot, "r", "end", "enter")
+        assert app.query_one("Timeline").row_text(2).startswith(" ✎")
+        # and the fork of a file's run forks again (its plan is found beside the trace, by the name it recorded)
+        await press(pilot, "g")
+        await pilot.press("4", "enter")
+        await settle(pilot)
+        screen = await open_dialog(pilot)
+        await write(pilot, screen, "9")
+        await press(pilot, "ctrl+s")
+        assert len(app.runs) == 3 and app.session.run.info.fork["parent"] == 2
+        assert app.session.run.record(2).observation == "7" and app.session.record().observation == "9"
+
+
+def test_the_fork_dialog_at_80x24(snap_compare):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await press(pilot, "n", "n", "E")
+        pilot.app.screen.query_one(TextArea).cursor_blink = False
+        await settle(pilot)
+
+    assert snap_compare(live(), terminal_size=(80, 24), run_before=run_before)

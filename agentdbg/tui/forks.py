@@ -38,6 +38,8 @@ def fork_marks(runs: Sequence, index: int) -> dict[int, str]:
     indexes = range(len(runs)) if len(runs) <= SCANNED_RUNS else \
         range(len(getattr(runs, "file_runs", runs)), len(runs))
     for other in indexes:
+        if other == index:
+            continue
         fork = _fork(runs[other])
         if fork and fork.get("parent") == index + 1 and isinstance(fork.get("step"), int):
             marks.setdefault(fork["step"], "branch")

@@ -333,3 +333,9 @@ def test_a_model_is_asked_only_for_the_steps_after_the_edit(tmp_path):
     steps_forked = records(forked)
     assert steps_forked[0].step_tokens == records(parent)[0].step_tokens  # the recorded usage counts
     assert group_run(forked).end.answer == "6"
+
+
+@pytest.mark.parametrize("format", ["json", "plan", "script"])
+def test_arguments_nested_too_deeply_are_refused_not_crashed_on(format):
+    with pytest.raises(ValueError, match="nested too deeply"):
+        action_edit(format, "lookup " + "[" * 100_000)

@@ -147,3 +147,18 @@ def test_the_fork_dialog_at_80x24(snap_compare):
         await settle(pilot)
 
     assert snap_compare(live(), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_hostile_text_opens_in_the_dialog_as_plain_text(tmp_path: Path):
+    out = tmp_path / "fork.jsonl"
+    hostile = "\x1b[2J[bold red]boom[/] \u202eevil\x07"
+    assert main(["fork", str(PLANS / "library_hallucinating.toml"), "--step", "2", "--observation", hostile,
+                 "-o", str(out), "-q"]) == 0
+    app = DebuggerApp(open_document(out), save_breakpoints=False, allow_code=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await press(pilot, "r", "end", "enter", "n")
+        screen = await open_dialog(pilot)
+        text = screen.query_one(TextArea).text
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+        assert "[bold red]boom[/]" in text and "<U+202E>evil" in text
+        assert "\x1b" not in screen_text(app)

@@ -49,8 +49,11 @@ def action_edit(format: str, text: str, thought: str = "") -> tuple[StepEdit, St
     ``finish ANSWER``. The step's thought is kept."""
     if not text.strip():
         raise ValueError("the action is empty")
-    output = _output_in_format(format, text.strip(), thought)
-    parsed = get_parser(format)(output)
+    try:
+        output = _output_in_format(format, text.strip(), thought)
+        parsed = get_parser(format)(output)
+    except RecursionError:
+        raise ValueError("the arguments are nested too deeply") from None
     return StepEdit("action", text, output), parsed
 
 

@@ -1,7 +1,8 @@
 """The fork dialog (E): change the thought, action or observation of a step, then run the
 rest again as a new run. An action is read by the run's own parser as it is typed: a
 mistake is shown in place and the dialog stays open. ctrl+s forks, Esc cancels.
-Everything from the run is shown (and edited) as plain text."""
+Everything from the run is shown (and edited) as plain text: control characters are
+left out of the text the editor opens with."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from textual.widgets import Label, RadioButton, RadioSet, Static, TextArea
 from agentdbg.engine.step_edit import FORK_EDITS, StepEdit, action_edit
 from agentdbg.fork import ForkError, check_editable
 from agentdbg.state import StepRecord
-from agentdbg.tui.safe import one_line
+from agentdbg.tui.safe import clipped, one_line
+
+TEXT_SHOWN = 100_000  # characters of the step's text put in the editor
 
 WHAT_HAPPENS = {
     "thought": "The action is kept and runs again; later steps see this thought.",
@@ -57,7 +60,8 @@ class ForkScreen(ModalScreen[StepEdit | None]):
         self.record = record
         self.format = format
         self.run_label = run_label
-        self.texts = {part: current_text(record, part, format) for part in FORK_EDITS}
+        # Shown as plain text: control characters out, a huge observation cut (it is being replaced).
+        self.texts = {part: clipped(current_text(record, part, format), TEXT_SHOWN) for part in FORK_EDITS}
         self.part = next((p for p in ("observation", "action", "thought") if self._problem(p) is None), "action")
         self.edit: StepEdit | None = None
 

@@ -135,3 +135,43 @@ def test_a_dangerous_plan_needs_approve(tmp_path, capsys):
     code, _, err = run_cli(capsys, "fork", PLANS / "dangerous_delete.toml", "--step", 1, "--thought", "x",
                            "-o", tmp_path / "f.jsonl")
     assert code == 2 and "--approve" in err
+
+
+MODEL_PLAN = """\
+task = "What is 6 * 7?"
+calls_model = true
+
+[[tools]]
+name = "calc"
+kind = "calculator"
+
+[policy]
+kind = "openai"
+model = "test-model"
+base_url = "http://127.0.0.1:9/v1"
+"""
+
+
+def model_trace(tmp_path: Path) -> Path:
+    """A trace as recording the model plan above would have written it (no server needed)."""
+    from agentdbg.engine import events as ev
+    from agentdbg.trace.writer import write_trace
+
+    plan = tmp_path / "model.toml"
+    plan.write_text(MODEL_PLAN, encoding="utf-8")
+    events = [ev.RunStart(step=0, task="What is 6 * 7?", source=str(plan), policy="openai: test-model"),
+              ev.StepStart(step=1), ev.Thought(step=1, text="multiply"),
+              ev.ActionTaken(step=1, tool="calc", args="6 * 7", call="calc[6 * 7]"),
+              ev.Observation(step=1, text="42"), ev.StepStart(step=2), ev.Answered(step=2, answer="42"),
+              ev.RunEnd(step=2, outcome="answered", answer="42", steps=2)]
+    trace = tmp_path / "model.jsonl"
+    write_trace(trace, [events])
+    return trace
+
+
+def test_a_model_run_without_allow_network_says_it_cannot_be_re_run(tmp_path, capsys):
+    trace = model_trace(tmp_path)
+    code, _, err = run_cli(capsys, "fork", trace, "--step", 1, "--observation", "41", "-o", tmp_path / "f.jsonl")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "whose policy calls a model; its policy cannot be re-run here without --allow-network" in err
+    assert not (tmp_path / "f.jsonl").exists()

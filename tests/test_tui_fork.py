@@ -162,3 +162,13 @@ async def test_hostile_text_opens_in_the_dialog_as_plain_text(tmp_path: Path):
         assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
         assert "[bold red]boom[/]" in text and "<U+202E>evil" in text
         assert "\x1b" not in screen_text(app)
+
+
+async def test_a_model_run_opened_without_allow_network_says_it_cannot_be_re_run(tmp_path: Path):
+    from test_cli_fork import model_trace
+
+    app = DebuggerApp(open_document(model_trace(tmp_path)), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await press(pilot, "E")
+        assert not isinstance(app.screen, ForkScreen)
+        assert "its policy cannot be re-run here without --allow-network" in status(app)

@@ -820,13 +820,14 @@ class DebuggerApp(App[None]):
 
     def start_fork(self, plan, index: int, step: int, edit) -> None:
         runs = list(self.runs)
+        # The parent's way of deciding dangerous calls (--approve), else the dialog.
+        approver = getattr(runs[index], "approver", None) or self.approvals.ask
 
         def job(cancel: Cancel) -> tuple:
             from agentdbg.forking import ForkError, fork_live_run
 
             try:
-                run = fork_live_run(plan, runs, index, step, edit, approver=self.approvals.ask,
-                                    cancelled=cancel.is_set)
+                run = fork_live_run(plan, runs, index, step, edit, approver=approver, cancelled=cancel.is_set)
                 run.plan = plan  # a fork of this fork re-runs the same plan
                 run.advance()  # the edited step
             except ForkError as exc:

@@ -40,7 +40,7 @@ from agentdbg.engine.events import FORK_EDITS
 from agentdbg.engine.journal import OperationJournal
 from agentdbg.engine.policies import Policy
 from agentdbg.engine.step_edit import StepEdit, action_edit
-from agentdbg.state import StepRecord, group_run
+from agentdbg.model.state import StepRecord, group_run
 
 __all__ = ["FORK_EDITS", "ForkError", "ForkRun", "StepEdit", "action_edit", "check_editable"]
 

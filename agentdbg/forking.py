@@ -16,8 +16,8 @@ from pathlib import Path
 from agentdbg.engine import events as ev
 from agentdbg.engine.approval import Approver
 from agentdbg.fork import ForkError, ForkRun, StepEdit
+from agentdbg.model.runs import Document, LiveRun
 from agentdbg.plans import Plan, PlanError, load_plan, looks_like_plan
-from agentdbg.runs import Document, LiveRun
 from agentdbg.text import one_line
 
 __all__ = ["ForkError", "NotRerunnable", "fork_live_run", "plan_for_run", "start_fork"]

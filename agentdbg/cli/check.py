@@ -17,7 +17,7 @@ from rich.text import Text
 
 from agentdbg.cli import following, render
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 
 DEFAULT_FAIL_ON = "error,repeat,budget"

@@ -115,7 +115,7 @@ def _thought(run, step: int) -> str:
 
 
 def _say(fork, events, output: Path, written: int) -> None:
-    from agentdbg.state import group_run
+    from agentdbg.model.state import group_run
 
     grouped = group_run(events)
     end = grouped.end

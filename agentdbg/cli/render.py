@@ -25,8 +25,8 @@ from agentdbg.cli.terminal import make_console as make_console
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.runs import Document, Problem
-from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.model.runs import Document, Indexing, Problem
+from agentdbg.model.state import RunInfo, RunState, StepRecord
 from agentdbg.text import escape_json, one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
@@ -159,9 +159,8 @@ def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[
     step = start
     while stop is None or step <= stop:
         if step > run.step_count:
-            waiter = getattr(run, "wait_for", None)
-            if callable(waiter):
-                waiter(step)
+            if isinstance(run, Indexing):
+                run.wait_for(step)
             if step > run.step_count:
                 return
         yield run.record(step)
@@ -169,9 +168,8 @@ def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[
 
 
 def wait_for_step(run: Any, step: int) -> None:
-    waiter = getattr(run, "wait_for", None)
-    if callable(waiter):
-        waiter(step)
+    if isinstance(run, Indexing):
+        run.wait_for(step)
 
 
 def run_outcome(run: Any, state: RunState | None = None) -> str:

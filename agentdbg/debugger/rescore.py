@@ -34,7 +34,7 @@ from agentdbg.engine.guards import (
 )
 from agentdbg.engine.parsers import Action
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 
 STOPS = ("good_stop", "false_stop", "ungraded_stop")  # the effects that change a run
 EFFECTS = STOPS + ("same_stop", "runs_on", "let_through")

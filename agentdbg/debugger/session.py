@@ -32,8 +32,8 @@ from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, one_line
 from agentdbg.debugger.filters import compile_regex, transcript_text
-from agentdbg.runs import RunView
-from agentdbg.state import RunState, StepRecord
+from agentdbg.model.runs import Advancing, RawSteps, RunView
+from agentdbg.model.state import RunState, StepRecord
 
 END_OF_RUN = "end of run"
 START_OF_RUN = "start of run"
@@ -80,7 +80,7 @@ class DebugSession:
     @property
     def is_live(self) -> bool:
         """The engine runs this run on demand (a plan)."""
-        return callable(getattr(self.run, "advance", None))
+        return isinstance(self.run, Advancing)
 
     def record(self) -> StepRecord | None:
         """The step at the cursor (None before the first step exists)."""
@@ -151,10 +151,9 @@ class DebugSession:
     def _skipping(self) -> tuple[Callable[[int], bytes | None] | None, Callable[[int, bytes], bool] | None]:
         """For a file-backed run that can hand out a step's raw lines (``step_bytes``), the
         breakpoints' byte test: steps that cannot stop are passed without being decoded."""
-        step_bytes = getattr(self.run, "step_bytes", None)
-        if not callable(step_bytes):
+        if not isinstance(self.run, RawSteps):
             return None, None
-        return step_bytes, self.breakpoints.skip_test()
+        return self.run.step_bytes, self.breakpoints.skip_test()
 
     def continue_forward(self, cancel: threading.Event | None = None,
                          progress: Callable[[int], None] | None = None) -> Stop | None:
@@ -234,9 +233,9 @@ class DebugSession:
         if pattern is None:
             return None
         # Over a trace file, a plain word is looked for in the raw lines first.
-        step_bytes = getattr(self.run, "step_bytes", None)
+        step_bytes = self.run.step_bytes if isinstance(self.run, RawSteps) else None
         may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                       if callable(step_bytes) else None)
+                       if step_bytes is not None else None)
         count = self.run.step_count
         if count == 0:
             return None

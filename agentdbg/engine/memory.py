@@ -11,7 +11,7 @@ Three tiers, combined by ``TieredMemory.context()`` into the prompt the policy s
 Every change is an event: ``memory_recall`` for what recall brought back before the policy
 was asked, ``memory_update`` for the turn added, the turns evicted (oldest first), the new
 summary and the texts stored. The state of every tier at step N is therefore a function of
-the run's events up to step N (``agentdbg.state.MemoryState`` replays it).
+the run's events up to step N (``agentdbg.model.state.MemoryState`` replays it).
 ``docs/memory.md`` describes the tiers, the defaults and how to plug real models in.
 """
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 
 # Where a policy's description names its model (see the importers and the engine's model
 # policies): "recorded: gpt-4o", "recorded: gpt-4o (OpenAI Responses)", "recorded:

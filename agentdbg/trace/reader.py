@@ -15,7 +15,7 @@ found as the file is read: the index reports what it sees (a cut-off last line, 
 outside any run), decoding a step reports what is wrong inside it. Nothing in a trace is
 ever executed: lines are parsed with ``json`` only.
 
-Errors: ``open_trace`` raises ``agentdbg.documents.OpenError`` (a ``ValueError``) when the
+Errors: ``open_trace`` raises ``agentdbg.errors.OpenError`` (a ``ValueError``) when the
 path cannot be a trace at all (missing, a directory, empty, binary, no header line);
 everything after a readable first line opens as a document, with problems listed.
 Threads: a run can be read from any thread while the index grows. ``record(n)`` raises
@@ -38,8 +38,8 @@ from pathlib import Path
 
 from agentdbg.engine import events as ev
 from agentdbg.files import OpenError, open_regular, read_head, size_text, unreadable_text
-from agentdbg.runs import Document, Problem
-from agentdbg.state import RunInfo, RunState, StepRecord, Tally
+from agentdbg.model.runs import Document, Problem
+from agentdbg.model.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
 from agentdbg.trace.follow import Follower
 from agentdbg.trace.locking import writer_holds

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable
 
-from agentdbg.state import StepRecord, Tally
+from agentdbg.model.state import StepRecord, Tally
 
 # A step larger than this is decoded the ordinary way. Small enough that such a step has
 # far fewer lines than the reader's cap on events per step (a line is at least 26 bytes).

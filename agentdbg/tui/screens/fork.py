@@ -18,7 +18,7 @@ from textual.widgets import Label, RadioButton, RadioSet, Static, TextArea
 
 from agentdbg.engine.step_edit import FORK_EDITS, StepEdit, action_edit
 from agentdbg.fork import ForkError, check_editable
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 from agentdbg.tui.safe import clipped, one_line
 
 TEXT_SHOWN = 100_000  # characters of the step's text put in the editor

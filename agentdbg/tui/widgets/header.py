@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from agentdbg.engine.verdicts import Verdict, format_score
+from agentdbg.model.runs import Advancing
 from agentdbg.tui.safe import one_line
 
 OUTCOME_STYLES = {"answered": "bold green", "finished": "bold green"}
@@ -116,7 +117,7 @@ def outcome_text(run) -> Text:
         return Text("outcome: unknown (no end recorded)", style="yellow")
     if getattr(run, "live", False):
         return Text("outcome: not yet", style="dim")
-    if hasattr(run, "advance"):
+    if isinstance(run, Advancing):
         return Text("live run", style="bold cyan")
     return Text("indexing…", style="bold cyan")
 

@@ -16,8 +16,8 @@ from collections import OrderedDict
 from rich.text import Text
 from textual.strip import Strip
 
-from agentdbg.prompt import prompt_at
-from agentdbg.state import StepRecord
+from agentdbg.model.prompt import prompt_at
+from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane, wrap

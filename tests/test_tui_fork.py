@@ -50,6 +50,7 @@ async def test_e_edits_an_observation_and_the_fork_is_a_new_run_shown_at_the_edi
         assert app.session.record().observation == "7"
         assert app.query_one("Timeline").row_text(2).startswith(" ✎")
         assert "fork of run 1 at step 2: observation edited" in app.query_one("#header").text
+        assert "Step 2 · ✎ observation edited in this fork" in " ".join(app.query_one("#scratchpad").line_texts)
         await press(pilot, "c")  # the rest runs on demand, like any live plan
         assert app.session.run.complete and app.session.run.end.answer == "2"
 
@@ -172,3 +173,21 @@ async def test_a_model_run_opened_without_allow_network_says_it_cannot_be_re_run
         await press(pilot, "E")
         assert not isinstance(app.screen, ForkScreen)
         assert "its policy cannot be re-run here without --allow-network" in status(app)
+
+
+async def test_w_on_a_fork_writes_its_parent_then_the_fork(tmp_path: Path):
+    from agentdbg.trace.reader import open_trace
+
+    app = live()
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n", "n")
+        await write(pilot, screen, "7")
+        await press(pilot, "ctrl+s", "c", "w")
+        target = tmp_path / "both.jsonl"
+        field = app.screen.query_one("#prompt-input")
+        field.value = str(target)
+        await press(pilot, "enter")
+    with open_trace(target, background=False) as trace:
+        assert len(trace.runs) == 2
+        assert trace.runs[1].info.fork == {"parent": 1, "step": 2, "edited": "observation", "text": "7"}
+        assert trace.runs[1].record(2).observation == "7" and trace.runs[0].record(2).observation == "5"

@@ -744,10 +744,16 @@ class DebuggerApp(App[None]):
             return
         from agentdbg.tui.opening import default_trace_name, write_run
 
+        fork = session.run.info.fork
+        parent_number = fork.get("parent") if fork else None
+        # A fork is written after its parent (both as far as they have run).
+        parent = self.runs[parent_number - 1] if isinstance(parent_number, int) \
+            and 1 <= parent_number <= len(self.runs) and parent_number - 1 != self.run_index else None
+
         def answer(value: str | None) -> None:
             if value and value.strip():
                 path = value.strip()
-                self.start_worker("write", partial(write_run, session.run, path))
+                self.start_worker("write", partial(write_run, session.run, path, parent))
 
         self.push_screen(write_screen(default_trace_name(self.document, session.run)), answer)
 

@@ -50,6 +50,19 @@ def current_text(record: StepRecord, part: str, format: str) -> str:
     return record.call
 
 
+def step_summary(record: StepRecord) -> Text:
+    """The step as it was, on one line: ``now: catalog[Il Gattopardo] → 5``."""
+    if record.parse_error is not None:
+        did = f"unreadable output: {record.parse_error}"
+    elif record.tool is None:
+        did = f"final answer: {record.answer or ''}"
+    else:
+        did = record.call or record.tool
+        if record.observation is not None:
+            did += f" → {record.observation}"
+    return Text.assemble(("now: ", "dim bold"), (one_line(did, 300), "dim"))
+
+
 class ForkScreen(ModalScreen[StepEdit | None]):
     """Answers the edit to fork with, or None."""
 
@@ -78,6 +91,7 @@ class ForkScreen(ModalScreen[StepEdit | None]):
             box.border_subtitle = "ctrl+s: fork · Tab: next · Esc: cancel"
             yield Label(one_line(f"Change one part of step {self.record.step} of {self.run_label or 'this run'}; "
                                  "the rest runs again as a new run.", 300), markup=False)
+            yield Static(step_summary(self.record), id="fork-step")
             with RadioSet(id="fork-part"):
                 for part in FORK_EDITS:
                     yield RadioButton(part, value=part == self.part, id=f"fork-{part}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-SCANNED_RUNS = 1000  # a file with more runs: only this session's forks are looked at for marks
+SCANNED_RUNS = 200  # a file with more runs: only this session's forks are looked at for marks
 
 
 class RunsWithForks(Sequence):

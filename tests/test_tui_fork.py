@@ -191,3 +191,26 @@ async def test_w_on_a_fork_writes_its_parent_then_the_fork(tmp_path: Path):
         assert len(trace.runs) == 2
         assert trace.runs[1].info.fork == {"parent": 1, "step": 2, "edited": "observation", "text": "7"}
         assert trace.runs[1].record(2).observation == "7" and trace.runs[0].record(2).observation == "5"
+
+
+def test_the_run_list_is_the_file_s_runs_then_the_session_s_forks():
+    from agentdbg.tui.forks import RunsWithForks, fork_marks
+
+    class Run:
+        def __init__(self, fork=None):
+            self.info = type("Info", (), {"fork": fork})()
+
+    file_runs = [Run(), Run({"parent": 1, "step": 4, "edited": "thought"})]
+    forks = [Run({"parent": 2, "step": 2, "edited": "action"})]
+    runs = RunsWithForks(file_runs, forks)
+    assert len(runs) == 3 and runs[2] is forks[0] and runs[-1] is forks[0] and runs[0] is file_runs[0]
+    assert list(runs) == [*file_runs, *forks]
+    assert fork_marks(runs, 0) == {4: "branch"}
+    assert fork_marks(runs, 1) == {4: "edited", 2: "branch"}
+    assert fork_marks(runs, 2) == {2: "edited"}
+    try:
+        runs[3]
+    except IndexError as exc:
+        assert "no run 4" in str(exc)
+    else:
+        raise AssertionError("no IndexError")

@@ -44,6 +44,7 @@ from agentdbg.model.state import StepRecord, group_run
 
 __all__ = ["FORK_EDITS", "ForkError", "ForkRun", "StepEdit", "action_edit", "check_editable"]
 
+
 class ForkError(ValueError):
     """A fork that cannot be made: says which step and why."""
 
@@ -164,7 +165,7 @@ def _difference(recorded: StepRecord, replayed: StepRecord) -> str | None:
     for name, label in _COMPARED:
         was, now = getattr(recorded, name), getattr(replayed, name)
         if was != now:
-            return f"its {label} was {_short(was)}, it is now {_short(now)}"
+            return f"{label}: recorded {_short(was)}, replayed {_short(now)}"
     return None
 
 
@@ -221,7 +222,7 @@ class ForkRun:
             replayed = self._run.step(earlier.get(number))
             difference = _difference(records[number - 1], StepRecord.from_events(number, replayed.events))
             if difference is not None:
-                raise ForkError(f"step {number} does not replay as recorded: {difference}; "
+                raise ForkError(f"step {number} does not replay as recorded ({difference}); "
                                 "has the plan (or a tool's data) changed since the run was recorded?")
         self._silent = False
         metadata = edit.metadata(parent, step)

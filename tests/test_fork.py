@@ -164,7 +164,8 @@ def test_a_plan_changed_since_the_recording_stops_the_fork_naming_the_step(tmp_p
     path.write_text(text, encoding="utf-8")
     parent = load_plan(path).run().events
     path.write_text(text.replace("loans[Il Gattopardo]", "loans[Il Nome della Rosa]"), encoding="utf-8")
-    with pytest.raises(ForkError, match="step 3 does not replay as recorded: its arguments was"):
+    with pytest.raises(ForkError, match=r'step 3 does not replay as recorded \(arguments: recorded "Il Gattopardo", '
+                                        r'replayed "Il Nome della Rosa"\); has the plan'):
         fork(load_plan(path), parent, 5, StepEdit("thought", "x"))
 
 

@@ -59,14 +59,15 @@ def action_edit(format: str, text: str, thought: str = "") -> tuple[StepEdit, St
 
 def _output_in_format(format: str, text: str, thought: str) -> Any:
     if format in TEXT_FORMATS:
-        if not re.search(r"^\s*(Action\b|Final\s+Answer\s*:|Answer\s*:)", text, re.M):
+        # [ \t]*, not \s*: a run of blank lines must not make the search quadratic.
+        if not re.search(r"^[ \t]*(?:Action\b|Final[ \t]+Answer[ \t]*:|Answer[ \t]*:)", text, re.M):
             if format == "json" and "Action Input" not in text:
                 called = _STRUCTURED_CALL.match(text)
                 name, rest = called.groups() if called else (text, "")
                 text = f"Action: {name}\nAction Input: {rest.strip() or '{}'}"
             else:
                 text = f"Action 1: {text}" if format == "numbered" else f"Action: {text}"
-        if thought and not re.search(r"^\s*Thought\b", text, re.M):
+        if thought and not re.search(r"^[ \t]*Thought\b", text, re.M):
             text = f"Thought: {thought}\n{text}"
         return text
     called = _STRUCTURED_CALL.match(text)

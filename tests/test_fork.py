@@ -340,3 +340,12 @@ def test_a_model_is_asked_only_for_the_steps_after_the_edit(tmp_path):
 def test_arguments_nested_too_deeply_are_refused_not_crashed_on(format):
     with pytest.raises(ValueError, match="nested too deeply"):
         action_edit(format, "lookup " + "[" * 100_000)
+
+
+def test_a_grid_agent_moves_from_what_the_edited_observation_says():
+    plan = load_plan(PLANS / "grid" / "reactive.toml")
+    parent = plan.run().events
+    seen = records(parent)[0].observation
+    assert "free: down, left" in seen and records(parent)[1].call == "move[down from (0, 1)]"
+    forked = fork(plan, parent, 1, StepEdit("observation", seen.replace("free: down, left", "free: left")))
+    assert records(forked)[1].call == "move[left from (0, 1)]"

@@ -175,3 +175,30 @@ def test_a_model_run_without_allow_network_says_it_cannot_be_re_run(tmp_path, ca
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "whose policy calls a model; its policy cannot be re-run here without --allow-network" in err
     assert not (tmp_path / "f.jsonl").exists()
+
+
+def test_append_adds_the_fork_to_the_trace_itself_naming_its_parent_there(tmp_path, capsys):
+    trace = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", PLANS / "library_hallucinating.toml", "-o", trace)[0] == 0
+    before = trace.read_bytes()
+    code, said, err = run_cli(capsys, "fork", trace, "--step", 2, "--observation", "7", "--append")
+    assert code == 0, err
+    assert "fork of run 1 at step 2: observation edited" in said and "(run 2;" in said
+    code, said, err = run_cli(capsys, "fork", trace, "--run", 2, "--step", 4, "--observation", "1", "--append")
+    assert code == 0, err
+    assert "(run 3;" in said
+    assert trace.read_bytes().startswith(before)  # the runs there are kept as they were
+    with open_trace(trace, background=False) as opened:
+        assert [run.info.fork and run.info.fork["parent"] for run in opened.runs] == [None, 1, 2]
+        third = opened.runs[2]
+        assert (third.record(2).observation, third.record(4).observation) == ("7", "1")
+        assert third.info.fork["replays"] == [{"step": 2, "edited": "observation", "text": "7"}]
+
+
+def test_append_needs_a_trace_and_o_may_not_name_the_input(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "fork", PLANS / "kv_tax.toml", "--step", 1, "--thought", "x", "--append")
+    assert code == 2 and "is a plan, not a trace; write the fork with -o" in err
+    trace = tmp_path / "run.jsonl"
+    assert run_cli(capsys, "record", PLANS / "kv_tax.toml", "-o", trace)[0] == 0
+    code, _, err = run_cli(capsys, "fork", trace, "--step", 1, "--thought", "x", "-o", trace)
+    assert code == 2 and "would overwrite its input (--append adds it to a trace)" in err

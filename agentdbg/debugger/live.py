@@ -86,4 +86,4 @@ class LiveWatch:
     @property
     def behind(self) -> bool:
         """Steps have arrived that have not been looked at yet."""
-        return self.scanned < self.run.step_count
+        return self.scanned < int(self.run.step_count)

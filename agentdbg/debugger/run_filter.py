@@ -28,7 +28,7 @@ def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) ->
         if step % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
             return None
         try:
-            if step_bytes is not None:
+            if step_bytes is not None and cannot_match is not None:
                 data = step_bytes(step)
                 if data is not None and not cannot_match(step, data):
                     continue

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from agentdbg import regex
 from agentdbg.debugger import quick
-from agentdbg.debugger.breakpoints import BreakpointSet, one_line
+from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
 from agentdbg.model.runs import Advancing, RawSteps, RunView
 from agentdbg.model.state import RunState, StepRecord
@@ -109,7 +108,8 @@ class DebugSession:
         if not self.is_live or self.run.complete:
             return False
         before = self.run.step_count
-        self.run.advance()
+        if isinstance(self.run, Advancing):
+            self.run.advance()
         return self.run.step_count > before
 
     def _reach(self, step: int) -> None:
@@ -175,7 +175,7 @@ class DebugSession:
                     progress(step)
             if step > run.step_count and not self._advance_live():
                 break
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     step += 1
@@ -206,7 +206,7 @@ class DebugSession:
                     return None
                 if progress is not None and step % PROGRESS_EVERY == 0:
                     progress(step)
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     continue
@@ -241,7 +241,7 @@ class DebugSession:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
         if forward:
-            order: Any = range(origin + 1, count + 1)
+            order: Iterable[int] = range(origin + 1, count + 1)
             if wrap:
                 order = _chain(order, range(1, min(origin, count) + 1))
         else:
@@ -254,7 +254,7 @@ class DebugSession:
                     return None
                 if progress is not None and done % PROGRESS_EVERY == 0:
                     progress(step)
-            if may_contain is not None:
+            if step_bytes is not None and may_contain is not None:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     continue
@@ -265,7 +265,7 @@ class DebugSession:
     def describe(self) -> str:
         """A short position line: "step 3 of 5" (and "so far" while more may come)."""
         more = "" if self.run.complete else " so far"
-        return one_line(f"step {self.cursor} of {self.run.step_count}{more}")
+        return as_reason(f"step {self.cursor} of {self.run.step_count}{more}")
 
 
 def search_pattern(text: str) -> regex.Pattern | None:
@@ -288,6 +288,6 @@ def literal_reason(text: str) -> str | None:
     return None
 
 
-def _chain(*ranges: range):
+def _chain(*ranges: Iterable[int]) -> Iterator[int]:
     for r in ranges:
         yield from r

@@ -9,6 +9,7 @@ are in the events, so the debugger can show exactly what the model was given.
 from __future__ import annotations
 
 from agentdbg.engine.memory import render_context
+from agentdbg.model.runs import RunView
 from agentdbg.model.state import StepRecord
 
 # How each scratchpad label is written in a transcript.
@@ -26,7 +27,7 @@ def step_text(record: StepRecord) -> str:
     return "\n".join(lines)
 
 
-def prompt_at(run, step: int, max_steps_shown: int | None = None) -> str:
+def prompt_at(run: RunView, step: int, max_steps_shown: int | None = None) -> str:
     """The prompt the policy was shown at ``step`` (1-based).
 
     Without memory that is the transcript of steps 1..step-1; ``max_steps_shown`` keeps

@@ -9,7 +9,7 @@ A ``Document`` is what was opened: one or more runs plus the problems found read
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,7 +17,7 @@ from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun
 from agentdbg.engine.approval import ApprovalRequest, Approver, Decision, decide
 from agentdbg.errors import Problem as Problem  # named from here too
-from agentdbg.model.state import Run, RunInfo, RunState, StepRecord, group_run
+from agentdbg.model.state import Run, RunInfo, RunState, StepGrouper, StepRecord, group_run
 
 
 @runtime_checkable
@@ -36,7 +36,7 @@ class RunView(Protocol):
     def end(self) -> ev.RunEnd | None: ...
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         """Events before the first step: records that could not be placed in a step."""
 
     def record(self, step: int) -> StepRecord:
@@ -88,6 +88,7 @@ class EventRun:
     def __init__(self, events: list[ev.Event], title: str = ""):
         self._events = list(events)
         self._run: Run = group_run(self._events)
+        self._grouper: StepGrouper | None = None  # made when the run first grows
         self.info = self._run.info
         self.title = title or self.info.name or self.info.task[:60]
         self._states: list[RunState] = [RunState.initial(self.info)]
@@ -105,7 +106,7 @@ class EventRun:
         return self._run.end
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         return self._run.preamble
 
     def record(self, step: int) -> StepRecord:
@@ -126,30 +127,24 @@ class EventRun:
 
     def extend(self, events: list[ev.Event]) -> None:
         """Append events that continue the run; only the steps they touch are regrouped."""
+        if self._grouper is None:  # grouped whole at first: regroup once to carry on from there
+            self._grouper = StepGrouper()
+            for event in self._events:
+                self._grouper.add(event)
         self._events.extend(events)
-        records = self._run.records
-        current: list[ev.Event] = []
-        number = 0
-        for event in events:
-            if isinstance(event, ev.StepStart):
-                if number:
-                    records.append(StepRecord.from_events(number, current))
-                number, current = event.step, [event]
-                continue
-            if isinstance(event, ev.RunEnd):
-                self._run.end = event
-            if isinstance(event, (ev.RunStart, ev.Checkpoint)):
-                continue
-            if number:
-                current.append(event)
-            elif records:  # a late event of the last step: rebuild that one record
-                last = records[-1]
-                records[-1] = StepRecord.from_events(last.step, last.events + (event,))
-                del self._states[last.step:]
-            elif not isinstance(event, ev.RunEnd):
-                self._run.preamble += (event,)
-        if number:
-            records.append(StepRecord.from_events(number, current))
+        grouper, records = self._grouper, self._run.records
+        was_open, had = grouper.step, len(grouper.events)
+        touched = [record for event in events if (record := grouper.add(event)) is not None]
+        last = grouper.open_record()
+        if last is not None:
+            touched.append(last)
+        if touched and was_open and touched[0].step == was_open and records:
+            first = touched.pop(0)  # the step that was open: replaced only when it grew
+            if len(first.events) != had:
+                records[-1] = first
+                del self._states[len(records):]
+        records.extend(touched)
+        self._run.end, self._run.preamble = grouper.end, tuple(grouper.preamble)
 
 
 class LiveRun:
@@ -216,7 +211,7 @@ class LiveRun:
         return self._view.end
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         return self._view.preamble
 
     def record(self, step: int) -> StepRecord:
@@ -235,7 +230,7 @@ class Document:
 
     path: str
     kind: str  # "plan", "trace", or an importer's format name
-    runs: list = field(default_factory=list)  # RunView objects
+    runs: Sequence[Any] = field(default_factory=list)  # RunView objects
     problems: list[Problem] = field(default_factory=list)
     plan: Any = None  # the plan a "plan" document runs (a fork re-runs its policy)
 

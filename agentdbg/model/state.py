@@ -30,9 +30,9 @@ class RunInfo:
     """The run's header: what ``run_start`` says."""
 
     task: str = ""
-    tools: tuple = ()  # tool specs: {"name", "description", "params", "dangerous"}
-    guards: dict = field(default_factory=dict)
-    memory: dict | None = None
+    tools: tuple[Any, ...] = ()  # tool specs: {"name", "description", "params", "dangerous"}
+    guards: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] | None = None
     policy: str = ""
     name: str = ""
     source: str = ""
@@ -67,7 +67,7 @@ class StepRecord:
     """Everything one step's events say, in one place."""
 
     step: int
-    events: tuple = ()
+    events: tuple[Any, ...] = ()
     thought: str = ""
     tool: str | None = None
     args: Any = None
@@ -81,20 +81,20 @@ class StepRecord:
     answer: str | None = None
     guards: ev.GuardCounters | None = None
     tripped: ev.GuardTripped | None = None
-    recalled: tuple = ()  # ({"text", "score"}, ...)
+    recalled: tuple[Any, ...] = ()  # ({"text", "score"}, ...)
     memory: ev.MemoryUpdate | None = None
-    raw: tuple = ()  # RawRecord events
+    raw: tuple[Any, ...] = ()  # RawRecord events
     end: ev.RunEnd | None = None
     approval: ev.Approval | None = None  # the decision on a dangerous call
     operation: ev.Operation | None = None  # a keyed call started
     key: str = ""  # the operation key of the call the observation answers
-    replayed: dict | None = None  # the observation is a recorded result: {"step", "run"?}
+    replayed: dict[str, Any] | None = None  # the observation is a recorded result: {"step", "run"?}
 
     @classmethod
     def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
         got: dict[str, Any] = {"events": tuple(events)}
         raw = []
-        recalled: list = []
+        recalled: list[Any] = []
         thoughts: list[str] = []
         updates: list[ev.MemoryUpdate] = []
         for event in got["events"]:
@@ -140,7 +140,20 @@ class StepRecord:
 
     @property
     def is_error(self) -> bool:
-        return self.error_kind is not None or self.parse_error is not None or self.observation_error
+        """The step went wrong: a tool error, unreadable output or an error observation (the
+        one definition the ``~error`` filter, the timeline and ``check`` all use)."""
+        return self.error_kind is not None or self.parse_error is not None or self.observation_error is True
+
+    @property
+    def error_summary(self) -> str | None:
+        """What went wrong in an error step, in one phrase (None when ``is_error`` is not)."""
+        if self.parse_error is not None:
+            return f"parse error: {self.parse_error}"
+        if self.error_kind is not None:
+            return f"{self.error_kind}: {self.error}"
+        if self.observation_error is True:
+            return f"error observation: {self.observation}"
+        return None
 
     @property
     def is_repeat(self) -> bool:
@@ -243,7 +256,7 @@ def pause_text(event: ev.Paused) -> str:
     return f"the agent waited {waited:.1f} s here for the debugger{why}; {ended}"
 
 
-def _counted(counts: dict, key: str | None) -> dict:
+def _counted(counts: dict[str, Any], key: str | None) -> dict[str, Any]:
     if key is None:
         return counts
     return {**counts, key: counts.get(key, 0) + 1}
@@ -266,12 +279,12 @@ def _merge_updates(updates: list[ev.MemoryUpdate]) -> ev.MemoryUpdate:
     )
 
 
-def _evict(buffer: Iterable, evicted: list) -> list:
+def _evict(buffer: Iterable[Any], evicted: list[Any]) -> list[Any]:
     """``buffer`` without the first occurrence of each evicted turn, in one pass: a memory
     that evicts out of order still replays exactly, and a huge eviction stays linear."""
     if not evicted:
         return list(buffer)
-    left: dict = {}
+    left: dict[str, Any] = {}
     for turn in evicted:
         left[turn] = left.get(turn, 0) + 1
     kept = []
@@ -285,13 +298,13 @@ def _evict(buffer: Iterable, evicted: list) -> list:
 
 @dataclass(frozen=True)
 class MemoryState:
-    buffer: tuple = ()  # recent turns, oldest first
+    buffer: tuple[Any, ...] = ()  # recent turns, oldest first
     summary: str = ""
     semantic_size: int = 0
-    recalled: tuple = ()  # what recall brought back at this step
-    added: tuple = ()  # what changed at this step
-    evicted: tuple = ()
-    stored: tuple = ()
+    recalled: tuple[Any, ...] = ()  # what recall brought back at this step
+    added: tuple[Any, ...] = ()  # what changed at this step
+    evicted: tuple[Any, ...] = ()
+    stored: tuple[Any, ...] = ()
     summary_changed: bool = False
 
     def advance(self, record: StepRecord) -> MemoryState:
@@ -318,22 +331,22 @@ class RunState:
     """What the debugger shows at one step; ``advance`` gives the next step's state."""
 
     step: int = 0
-    steps: list = field(default_factory=lambda: [0, None])
-    repeats: list = field(default_factory=lambda: [0, None])
-    errors: list = field(default_factory=lambda: [0, None])
-    tokens: list = field(default_factory=lambda: [0, None])
+    steps: list[Any] = field(default_factory=lambda: [0, None])
+    repeats: list[Any] = field(default_factory=lambda: [0, None])
+    errors: list[Any] = field(default_factory=lambda: [0, None])
+    tokens: list[Any] = field(default_factory=lambda: [0, None])
     step_tokens: int = 0
-    tool_calls: dict = field(default_factory=dict)  # tool -> [calls, failures]
+    tool_calls: dict[str, Any] = field(default_factory=dict)  # tool -> [calls, failures]
     error_count: int = 0  # error steps so far (tool errors and parse errors)
     parse_errors: int = 0
     repeat_count: int = 0  # steps whose action repeated an earlier one
-    trips: tuple = ()  # (step, guard, message)
+    trips: tuple[Any, ...] = ()  # (step, guard, message)
     raw_count: int = 0
     memory: MemoryState = field(default_factory=MemoryState)
     answer: str | None = None
     outcome: str | None = None  # set once the run has ended
-    verdict: dict | None = None  # the grader's, once the run has ended with one (run_end.verdict)
-    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    verdict: dict[str, Any] | None = None  # the grader's, once the run has ended with one (run_end.verdict)
+    approvals: dict[str, Any] = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod
@@ -442,10 +455,11 @@ class RunState:
         if verdict is not None and (not isinstance(verdict, dict) or _check_verdict(verdict)):
             raise ValueError("checkpoint state is malformed: 'verdict' should be a grader's verdict or null")
         # The same shapes the memory events must have: the state's tiers are made of them.
-        m = data.get("memory")
+        memory = data.get("memory")
+        m: dict[str, Any] = memory if isinstance(memory, dict) else {}  # {}: said key by key below
         shapes = [(key, _check_texts) for key in ("buffer", "added", "evicted", "stored")] + [("recalled", _check_results)]
         for key, check in shapes:
-            value = m.get(key) if isinstance(m, dict) else None
+            value = m.get(key)
             problem = "should be a list" if not isinstance(value, list) else check(value)
             if problem:
                 raise ValueError(f"checkpoint state is malformed: memory {key!r} {problem}")
@@ -499,7 +513,7 @@ class Run:
     records: list[StepRecord]
     end: ev.RunEnd | None
     start: ev.RunStart | None = None
-    preamble: tuple = ()  # events before the first step (raw records of a run with no steps)
+    preamble: tuple[ev.Event, ...] = ()  # events before the first step (raw records of a run with no steps)
 
     @property
     def step_count(self) -> int:
@@ -524,36 +538,51 @@ class Run:
         return self.state_at(len(self.records))
 
 
-def group_run(events: Iterable[ev.Event]) -> Run:
-    """Group one run's events into records. Events between the header and the first
-    ``step`` (other than ``run_end``) are kept as the run's ``preamble``."""
-    start: ev.RunStart | None = None
-    end: ev.RunEnd | None = None
-    records: list[StepRecord] = []
-    current: list[ev.Event] = []
-    number = 0
+class StepGrouper:
+    """Which events make which step, said once: a ``step`` event opens a step and every
+    event after it, until the next, belongs to it (``run_end`` too); a checkpoint is derived
+    state, part of no step; events before the first step (but ``run_end``) are the run's
+    preamble. Fed one event at a time, so a run can be grouped as it grows."""
 
-    def close() -> None:
-        if number > 0:
-            records.append(StepRecord.from_events(number, current))
+    def __init__(self) -> None:
+        self.start: ev.RunStart | None = None
+        self.end: ev.RunEnd | None = None
+        self.preamble: list[ev.Event] = []
+        self.step = 0  # the open step's number (0: none yet)
+        self.events: list[ev.Event] = []  # the open step's events so far
 
-    preamble: list[ev.Event] = []
-    for event in events:
+    def add(self, event: ev.Event) -> StepRecord | None:
+        """Take one more event; the record of the step it closes when it opens the next."""
         if isinstance(event, ev.RunStart):
-            start = event
-        elif isinstance(event, ev.StepStart):
-            close()
-            number, current = event.step, [event]
-        elif isinstance(event, ev.Checkpoint):
-            continue
-        else:
-            if isinstance(event, ev.RunEnd):
-                end = event
-            elif number == 0:
-                preamble.append(event)
-            current.append(event)
-    close()
-    return Run(RunInfo.from_event(start), records, end, start, tuple(preamble))
+            self.start = self.start or event  # a second run_start starts no run here
+            return None
+        if isinstance(event, ev.Checkpoint):
+            return None
+        if isinstance(event, ev.StepStart):
+            closed = self.open_record()
+            self.step, self.events = event.step, [event]
+            return closed
+        if isinstance(event, ev.RunEnd):
+            self.end = event
+        if self.step:
+            self.events.append(event)
+        elif not isinstance(event, ev.RunEnd):
+            self.preamble.append(event)
+        return None
+
+    def open_record(self) -> StepRecord | None:
+        """The open step as a record so far (more of its events may still come)."""
+        return StepRecord.from_events(self.step, self.events) if self.step else None
+
+
+def group_run(events: Iterable[ev.Event]) -> Run:
+    """Group one run's events into records (see ``StepGrouper``)."""
+    grouper = StepGrouper()
+    records = [record for event in events if (record := grouper.add(event)) is not None]
+    last = grouper.open_record()
+    if last is not None:
+        records.append(last)
+    return Run(RunInfo.from_event(grouper.start), records, grouper.end, grouper.start, tuple(grouper.preamble))
 
 
 def split_runs(events: Iterable[ev.Event]) -> list[list[ev.Event]]:
@@ -573,21 +602,21 @@ class Tally:
     ``RunState.advance``), so folding a million steps copies nothing."""
 
     step: int = 0
-    steps: list = field(default_factory=lambda: [0, None])
-    repeats: list = field(default_factory=lambda: [0, None])
-    errors: list = field(default_factory=lambda: [0, None])
-    tokens: list = field(default_factory=lambda: [0, None])
+    steps: list[Any] = field(default_factory=lambda: [0, None])
+    repeats: list[Any] = field(default_factory=lambda: [0, None])
+    errors: list[Any] = field(default_factory=lambda: [0, None])
+    tokens: list[Any] = field(default_factory=lambda: [0, None])
     step_tokens: int = 0
-    tool_calls: dict = field(default_factory=dict)
+    tool_calls: dict[str, Any] = field(default_factory=dict)
     error_count: int = 0
     parse_errors: int = 0
     repeat_count: int = 0
-    trips: list = field(default_factory=list)
+    trips: list[Any] = field(default_factory=list)
     raw_count: int = 0
     answer: str | None = None
     outcome: str | None = None
-    verdict: dict | None = None  # the grader's, from run_end
-    approvals: dict = field(default_factory=dict)  # decision -> how many calls got it
+    verdict: dict[str, Any] | None = None  # the grader's, from run_end
+    approvals: dict[str, Any] = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
 
     @classmethod

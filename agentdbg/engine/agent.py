@@ -384,10 +384,11 @@ class AgentRun:
             return result
 
         key, answered_error = "", False
-        edited_observation = edit is not None and edit.part == "observation"
-        if edited_observation:  # the tool does not run: the policy reads the edited text
-            result.observation = edit.text
-            answered_error = edit.text.startswith("ERROR:")
+        edited = edit.text if edit is not None and edit.part == "observation" else None
+        edited_observation = edited is not None
+        if edited is not None:  # the tool does not run: the policy reads the edited text
+            result.observation = edited
+            answered_error = edited.startswith("ERROR:")
         elif isinstance(result.parsed, Action):
             action = result.parsed
             gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,

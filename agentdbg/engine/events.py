@@ -95,7 +95,7 @@ class RunStart(Event):
     task_label: str = "Question"  # the prompt opens with "{task_label}: {task}"
     # A fork of an earlier run (see docs/events.md): {"parent": run number in the file,
     # "step": the step edited, "edited": "thought" | "action" | "observation", "text": the new text}
-    fork: dict | None = None
+    fork: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

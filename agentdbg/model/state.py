@@ -37,7 +37,7 @@ class RunInfo:
     name: str = ""
     source: str = ""
     task_label: str = "Question"
-    fork: dict | None = None  # run_start.fork: this run is a fork of an earlier one
+    fork: dict[str, Any] | None = None  # run_start.fork: this run is a fork of an earlier one
 
     @classmethod
     def from_event(cls, event: ev.RunStart | None) -> RunInfo:

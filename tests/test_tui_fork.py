@@ -214,3 +214,44 @@ def test_the_run_list_is_the_file_s_runs_then_the_session_s_forks():
         assert "no run 4" in str(exc)
     else:
         raise AssertionError("no IndexError")
+
+
+SLOW = """\
+name = "slow"
+task = "Wait for the slow tool."
+
+[guards]
+max_steps = 12
+
+[[tools]]
+name = "slow"
+kind = "scripted"
+params = { what = "str" }
+timeout = 0.25
+responses = [{ hang = 1.0 }]
+
+[policy]
+kind = "outputs"
+format = "bracket"
+then = "repeat"
+outputs = ["Thought: again.\\nAction: slow[x]"]
+"""
+
+
+async def test_esc_cancels_a_fork_still_replaying_and_nothing_is_added(tmp_path: Path):
+    plan = tmp_path / "slow.toml"
+    plan.write_text(SLOW, encoding="utf-8")
+    trace = tmp_path / "slow.jsonl"
+    assert main(["record", str(plan), "-o", str(trace), "-q"]) == 0
+    app = DebuggerApp(open_document(trace), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_dialog(pilot, "end")
+        await pilot.click("#fork-thought")
+        await pilot.pause()
+        await pilot.press("ctrl+s")  # 11 replayed steps of a quarter of a second each
+        await pilot.pause(0.4)
+        assert app.busy == "fork"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.busy is None and len(app.runs) == 1 and app.run_index == 0
+        assert "not forked: fork cancelled" in status(app)

@@ -42,9 +42,9 @@ from agentdbg.files import OpenError, open_regular, read_head, size_text, unread
 from agentdbg.model.runs import Document, Problem
 from agentdbg.model.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
+from agentdbg.trace import scan
 from agentdbg.trace.follow import Follower
 from agentdbg.trace.locking import writer_holds
-from agentdbg.trace.tally import fold_steps
 
 SNIFF_BYTES = 64 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024  # longer lines are reported and shown as a preview, not decoded
@@ -890,6 +890,25 @@ class TraceRun:
             return None
         return self._source.pread(end - start, start)
 
+    def step_blocks(self, first: int = 1, last: int | None = None, *, strict: bool = False,
+                    reverse: bool = False) -> Iterator[scan.Block]:
+        """Steps ``first``..``last`` (default: the last indexed) read a few MiB at a time,
+        each block with the steps that may matter (``agentdbg.trace.scan``): a full scan
+        decodes only those. Steps indexed now; a followed run's newest step ends where the
+        file ends now."""
+        count = self.step_count
+        last = count if last is None else min(last, count)
+        first = max(first, 1)
+        if last < first:
+            return iter(())
+        index = self._index
+        with index.lock:
+            base, _ = index._run_steps(self._run)
+            starts = index.steps[base + first - 1:base + last]
+        _, end = self._span(last)
+        return scan.blocks(starts, min(end, self._source.data_end), first, self._source.pread, strict=strict,
+                           reverse=reverse)
+
     def iter_records(self, start: int = 1) -> Iterator[StepRecord]:
         """Every step from ``start``, waiting for the index as needed (for streaming output)."""
         step = start
@@ -926,13 +945,7 @@ class TraceRun:
         base_step, base_state = self._base_state(count)
         if count - base_step <= FAST_FOLD_AFTER:
             return Tally.from_state(self.state_at(count))
-        index = self._index
-        with index.lock:
-            first, _ = index._run_steps(self._run)
-            offsets = index.steps[first + base_step:first + count]
-        _, end = self._span(count)
-        return fold_steps(Tally.from_state(base_state), base_step + 1, offsets, min(end, self._source.data_end),
-                          self._source.pread, self.record)
+        return scan.fold_tally(self, Tally.from_state(base_state), base_step + 1, count)
 
     def _keep_state(self, step: int, state: RunState, milestone: bool = False) -> None:
         with self._cache_lock:

@@ -47,6 +47,12 @@ _EVENT = st.one_of(
     st.builds(ev.Approval, step=st.just(0), tool=st.just("calc"), decision=st.sampled_from(ev.DECISIONS),
               reason=_TEXT),
     st.builds(ev.RawRecord, step=st.just(0), source=_TEXT),
+    # Plans, reflections, plan items and the ids of a step's several calls.
+    st.builds(ev.PlanMade, step=st.just(0), items=st.lists(_TEXT, max_size=3), revision=st.integers(1, 3)),
+    st.builds(ev.Reflection, step=st.just(0), text=_TEXT, on_step=_COUNT),
+    st.builds(ev.ActionTaken, step=st.just(0), tool=st.sampled_from(["calc", "zzz"]), args=_TEXT,
+              id=st.sampled_from(["", "c1", "c2"]), item=_COUNT),
+    st.builds(ev.Observation, step=st.just(0), text=_TEXT, error=st.booleans(), id=st.sampled_from(["c1", "c2"])),
 )
 # Lines put at the end of a step: damage, and valid lines that are not what they seem.
 _DAMAGE = st.sampled_from([
@@ -349,6 +355,7 @@ def test_blocks_classified_in_worker_processes_are_classified_as_here(tmp_path: 
                                                                       ended) -> None:
     """A big scan classifies its blocks in other processes: the same blocks, in the same
     order, with the same candidates and suspects (block edges cut steps as in one process)."""
+    monkeypatch.setattr(scan, "_fork_is_safe", lambda: True)  # (the test's own threads are harmless)
     if scan._pool() is None:
         pytest.skip("no worker processes on this machine (one core, or no fork)")
     path = _trace(tmp_path, steps, ended, 10**9)
@@ -371,6 +378,7 @@ def _huge_and_damaged(tmp_path: Path) -> Path:
 
 def test_check_and_stats_with_worker_processes_give_what_decoding_every_step_gives(tmp_path: Path,
                                                                                    monkeypatch) -> None:
+    monkeypatch.setattr(scan, "_fork_is_safe", lambda: True)  # (the test's own threads are harmless)
     if scan._pool() is None:
         pytest.skip("no worker processes on this machine (one core, or no fork)")
     path = _huge_and_damaged(tmp_path)
@@ -432,3 +440,20 @@ def test_the_workers_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
     alone = [_blocks_found(path, strict) for strict in (False, True)]
     monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
     assert [_blocks_found(path, strict) for strict in (False, True)] == alone
+
+
+def test_no_workers_are_forked_from_a_threaded_process(monkeypatch) -> None:
+    """The debugger runs scans beside its screen's threads: forking there could deadlock a child."""
+    import threading
+
+    monkeypatch.setattr(scan, "_workers", False)
+    monkeypatch.delenv(scan.WORKERS_VARIABLE, raising=False)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert scan._pool() is None
+        assert scan._workers is False  # not remembered: a later single-threaded scan may still fork
+    finally:
+        release.set()
+        other.join()

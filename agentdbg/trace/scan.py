@@ -26,6 +26,7 @@ import functools
 import multiprocessing
 import os
 import re
+import threading
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -393,10 +394,17 @@ def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, in
             j = i
 
 
+def _fork_is_safe() -> bool:
+    """Forking a threaded process (the app) can deadlock the child; a worker forks no workers."""
+    return threading.active_count() == 1 and multiprocessing.parent_process() is None
+
+
 def _pool() -> Any:
     """The worker processes that classify blocks beside the caller (None: one core, or no
     ``fork`` here). Made once, at the first big scan; they end with the program."""
     global _workers
+    if not _fork_is_safe():
+        return None
     if _workers is False:
         workers = min(os.cpu_count() or 1, MAX_WORKERS)
         wanted = os.environ.get(WORKERS_VARIABLE, "").strip()

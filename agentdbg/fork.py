@@ -52,6 +52,11 @@ class ForkError(ValueError):
 def check_editable(record: StepRecord, part: str) -> None:
     """Raise ForkError when step ``record`` has no ``part`` to edit."""
     step = record.step
+    calls = [event for event in record.events if isinstance(event, ev.ActionTaken)]
+    if len(calls) > 1 or any(event.item for event in calls) or \
+            any(isinstance(event, (ev.PlanMade, ev.Reflection)) for event in record.events):
+        raise ForkError(f"step {step} is a plan, a plan's item, a reflection or several calls at once: "
+                        "a fork changes a step of one call or an answer")
     finished = record.tool is None and record.parse_error is None  # a final answer, or a plan's finish
     if finished and record.answer is None and record.error_kind in ("policy", "memory", "tokens"):
         raise ForkError(f"step {step} has no output to edit: the {record.error_kind} failed there ({record.error})")

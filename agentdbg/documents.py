@@ -26,13 +26,13 @@ def plan_document(plan: Plan, path: str = "", approver: Approver | None = None) 
     calls (the debugger's dialog when None)."""
     run = LiveRun(lambda on_event, approve: plan.start(on_event, approver=approve), title=plan.name,
                   approver=approver)
-    return Document(path or str(plan.path or plan.name), "plan", [run])
+    return Document(path or str(plan.path or plan.name), "plan", [run], plan=plan)
 
 
 def run_plan_to_end(plan: Plan, path: str = "", approver: Approver | None = None) -> Document:
     """A plan run to the end up front (for headless commands)."""
     trace = plan.run(approver=approver)
-    return Document(path or str(plan.path or plan.name), "plan", [EventRun(trace.events, plan.name)])
+    return Document(path or str(plan.path or plan.name), "plan", [EventRun(trace.events, plan.name)], plan=plan)
 
 
 def _binary_format_reads(head: bytes, path: Path, format: str | None) -> bool:

@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "diff": "compare two runs step by step: where they part and what differs (exit 1 when they do)",
     "stats": "steps, tools, errors, repeats, tokens and outcome per run",
     "rescore": "where other guards would have stopped recorded runs: steps saved, wrong runs caught, correct runs cut",
+    "fork": "change a step's thought, action or observation and run the rest again: the fork, as a trace",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
     "export": "every step of every run as a table (--table: Parquet, CSV or JSON Lines) for DuckDB or Spark",
     "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",

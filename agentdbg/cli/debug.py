@@ -37,7 +37,8 @@ def build_app(args: argparse.Namespace):
         if args.format:
             print("agentdbg: --format needs a FILE", file=sys.stderr)
             return 2
-        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False, step=step)
+        return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False, step=step,
+                           allow_code=args.allow_code, allow_network=getattr(args, "allow_network", False))
     if args.format and args.format not in ("plan", "trace"):
         from agentdbg import importers
 
@@ -74,6 +75,7 @@ def build_app(args: argparse.Namespace):
             document.close()
             which = f"run {run_number}" if count > 1 else "the run"
             return refuse(f"--step {step}: {which} of {args.file} has {plural(run.step_count, 'step')}")
+    allow = {"allow_code": args.allow_code, "allow_network": getattr(args, "allow_network", False)}
     other = getattr(args, "diff", None)
     if other:
         from agentdbg.diff import split_run
@@ -82,8 +84,8 @@ def build_app(args: argparse.Namespace):
         if not Path(split_run(other)[0]).expanduser().exists():
             document.close()
             return refuse(f"--diff {other}: no such file")
-        return DebuggerApp(document, run_index=run_number - 1, step=step, diff_with=(other, 0, True))
-    return DebuggerApp(document, run_index=run_number - 1, step=step)
+        return DebuggerApp(document, run_index=run_number - 1, step=step, diff_with=(other, 0, True), **allow)
+    return DebuggerApp(document, run_index=run_number - 1, step=step, **allow)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ def dumps(data: Any) -> str:
 def info_dict(info: RunInfo) -> dict[str, Any]:
     return {"name": info.name, "task": info.task, "policy": info.policy, "source": info.source,
             "tools": [spec.get("name") if isinstance(spec, dict) else spec for spec in info.tools],
-            "guards": info.guards, "memory": info.memory}
+            "guards": info.guards, "memory": info.memory, **({"fork": info.fork} if info.fork else {})}
 
 
 def record_dict(record: StepRecord) -> dict[str, Any]:

@@ -154,6 +154,10 @@ def run_header(run: Any, number: int, total: int | None, path: str, width: int) 
     rows.append(("", "guards", guards_text(info)))
     if info.policy:
         rows.append(("", "policy", _clean(info.policy)))
+    if info.fork:
+        edited = info.fork.get("text", "")
+        text = info.fork_text() + (f" to {_first_lines(_text(edited), 3)}" if isinstance(edited, str) else "")
+        rows.append(("", "fork", _clean(text)))
     for label, text in StepRecord.from_events(0, run.preamble).transcript():
         rows.append(("", label.lower(), _first_lines(_text(text), 12)))  # kept before the first step
     out = Text("\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.approval import Approver, Decision
@@ -39,6 +39,9 @@ from agentdbg.engine.texts import AGENTDBG, LoopTexts
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
 from agentdbg.engine.tools import ToolError, ToolRegistry
 from agentdbg.engine.verdicts import judge_answer
+
+if TYPE_CHECKING:
+    from agentdbg.engine.step_edit import StepEdit
 
 OUTCOME_TEXT = {
     "budget exhausted": "INTERRUPTED: step budget exhausted",
@@ -203,6 +206,11 @@ def render_output(output: Any, parsed: Step | None) -> str:
         return output
     if parsed is None:
         return f"Output: {output!r}"
+    return render_step(parsed)
+
+
+def render_step(parsed: Step) -> str:
+    """A parsed step written out as ``Thought:`` / ``Action:`` (or ``Final Answer:``) lines."""
     lines = [f"Thought: {parsed.thought}"] if parsed.thought else []
     if isinstance(parsed, FinalAnswer):
         lines.append(f"Final Answer: {parsed.answer if parsed.answer is not None else '(finish)'}")
@@ -367,8 +375,11 @@ class AgentRun:
         (the run ends with a policy error). Steps that do not wait on a model are unaffected."""
         self.agent.policy.cancel()
 
-    def step(self) -> StepResult:
-        """Advance exactly one turn: reason -> act -> observe, one plan item, or a reflection."""
+    def step(self, edit: StepEdit | None = None) -> StepResult:
+        """Advance exactly one turn: reason -> act -> observe, one plan item, or a reflection.
+        ``edit`` changes one part of it (a fork, see ``agentdbg.fork``): the thought (the
+        action is kept), the action (the policy's output is replaced by ``edit.output``) or
+        the observation (the tool does not run; the policy reads ``edit.text``)."""
         if self.done:
             raise RuntimeError("the run has ended")
         agent = self.agent
@@ -418,11 +429,17 @@ class AgentRun:
         if reflecting is not None:
             return self._reflection(result, prompt, reflecting, emit)
 
+        if edit is not None and edit.part == "action":
+            result.output = edit.output
         try:
             result.parsed = self.parse(result.output)
         except ValueError as exc:
             result.parse_error = str(exc)
-        written = render_output(result.output, result.parsed)
+        if edit is not None and edit.part == "thought" and result.parsed is not None:
+            result.parsed = replace(result.parsed, thought=edit.text)
+            written = render_step(result.parsed)
+        else:
+            written = render_output(result.output, result.parsed)
         step_tokens = self._tokens(prompt, written)
         if step_tokens is None:
             return self._fail(result, "tokens", self._token_error)
@@ -468,7 +485,13 @@ class AgentRun:
             self.plan_revision += 1
             return self._step_end(result, written, [], step_tokens)
 
-        if isinstance(parsed, Action):
+        edited = edit.text if edit is not None and edit.part == "observation" else None
+        if edited is not None:  # the tool does not run: the policy reads the edited text
+            failed_edit = edited.startswith("ERROR:")
+            emit(ev.Observation(step=number, text=edited, error=failed_edit))
+            result.observations.append(edited)
+            failed = [failed_edit]
+        elif isinstance(parsed, Action):
             gated = gated_dispatch(agent.registry, parsed.name, parsed.args, step=number, emit=emit,
                                    approver=agent.approver, journal=self.journal, thought=parsed.thought)
             failed = [self._observe(result, parsed, gated, emit)]

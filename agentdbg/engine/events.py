@@ -93,6 +93,9 @@ class RunStart(Event):
     name: str = ""
     source: str = ""
     task_label: str = "Question"  # the prompt opens with "{task_label}: {task}"
+    # A fork of an earlier run (see docs/events.md): {"parent": run number in the file,
+    # "step": the step edited, "edited": "thought" | "action" | "observation", "text": the new text}
+    fork: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -440,6 +443,18 @@ def _check_decision(value: str) -> str | None:
     return None if value in DECISIONS else f"should be one of {', '.join(DECISIONS)}"
 
 
+FORK_EDITS = ("thought", "action", "observation")
+
+
+def _check_fork(value: dict[str, Any]) -> str | None:
+    for name in ("parent", "step"):
+        if not (_is_count(value.get(name)) and value[name] >= 1):
+            return f'"{name}" should be a whole number from 1'
+    if value.get("edited") not in FORK_EDITS:
+        return f'"edited" should be one of {", ".join(FORK_EDITS)}'
+    return None if isinstance(value.get("text", ""), str) else '"text" should be text'
+
+
 def _check_replayed(value: dict[str, Any]) -> str | None:
     for name in ("step", "run"):
         if name in value and not (_is_count(value[name])):
@@ -464,6 +479,7 @@ _NESTED: dict[tuple[type[Event], str], Callable[[Any], str | None]] = {
     (Paused, "ended"): _check_pause_ending,
     (Approval, "decision"): _check_decision,
     (Observation, "replayed"): _check_replayed,
+    (RunStart, "fork"): _check_fork,
     (ActionTaken, "item"): _check_count,
     (PlanMade, "items"): _check_texts,
     (PlanMade, "revision"): _check_revision,

@@ -74,6 +74,7 @@ class ModelPolicy(Policy):
 
     kind = "model"
     reports_usage = True
+    asks_model = True
     api = ""
     default_base_url = ""
     path = ""

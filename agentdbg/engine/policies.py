@@ -20,6 +20,9 @@ class Policy:
     kind: str = "policy"
     # True when ``reported_tokens`` gives what a call really cost (a model API's usage).
     reports_usage: bool = False
+    # True when ``respond`` asks a model (over the network): a fork never asks it again for
+    # a step already recorded, it reads the recorded output instead.
+    asks_model: bool = False
     # True when ``respond`` past the end (``exhausted``) answers a finish instead of failing.
     answers_past_end: bool = False
     # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,

@@ -187,6 +187,7 @@ class LiveRun:
         self._events: list[ev.Event] = []
         self._listeners: list[Callable[[ev.Event], None]] = []
         self.approver = approver
+        self.plan: Any = None  # the plan that runs it, when a fork of it may be made
         self._agent_run = agent_run_factory(self._on_event, self._ask)
         self._view = EventRun(self._events, title)
         self._grouped = len(self._events)  # events already handed to the view
@@ -258,6 +259,7 @@ class Document:
     kind: str  # "plan", "trace", or an importer's format name
     runs: Sequence[Any] = field(default_factory=list)  # RunView objects
     problems: list[Problem] = field(default_factory=list)
+    plan: Any = None  # the plan a "plan" document runs (a fork re-runs its policy)
     runs_left_unread: int = 0  # runs a command chose not to read (its --max-runs)
 
     @property

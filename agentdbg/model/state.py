@@ -38,13 +38,21 @@ class RunInfo:
     name: str = ""
     source: str = ""
     task_label: str = "Question"
+    fork: dict[str, Any] | None = None  # run_start.fork: this run is a fork of an earlier one
 
     @classmethod
     def from_event(cls, event: ev.RunStart | None) -> RunInfo:
         if event is None:
             return cls()
         return cls(event.task, tuple(event.tools), dict(event.guards), event.memory,
-                   event.policy, event.name, event.source, event.task_label)
+                   event.policy, event.name, event.source, event.task_label, event.fork)
+
+    def fork_text(self) -> str:
+        """``fork of run 1 at step 3: observation edited`` ('' for a run that is no fork)."""
+        fork = self.fork
+        if not fork:
+            return ""
+        return f"fork of run {fork.get('parent')} at step {fork.get('step')}: {fork.get('edited')} edited"
 
     @property
     def task_line(self) -> str:

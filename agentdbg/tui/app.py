@@ -37,10 +37,12 @@ from agentdbg.model.outcome import outcome_summary
 from agentdbg.model.runs import Cancellable, Document, Growing
 from agentdbg.tui import commands
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
+from agentdbg.tui.forks import RunsWithForks, fork_marks
 from agentdbg.tui.live import LiveControl, LiveEvent
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
+from agentdbg.tui.screens.fork import ForkScreen
 from agentdbg.tui.screens.help import HelpScreen
 from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
 from agentdbg.tui.screens.prompt import (
@@ -129,7 +131,8 @@ class DebuggerApp(App[None]):
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
-                 step: int | None = None, diff_with: tuple[Document | str, int, bool] | None = None):
+                 step: int | None = None, diff_with: tuple[Document | str, int, bool] | None = None,
+                 allow_code: bool = False, allow_network: bool = False):
         """``step``: the step to open at (``--step N``). ``diff_with``: (document or
         ``FILE[:N]``, run index, whether the app closes it) to compare the run shown with as
         soon as the screen is up (``agentdbg diff A B --tui``, ``agentdbg A --diff B``)."""
@@ -138,6 +141,9 @@ class DebuggerApp(App[None]):
         self.document: Document | None = None
         self.run_index = 0
         self.sessions: dict[int, DebugSession] = {}
+        self.forks: list = []  # runs forked in this session, listed after the file's runs
+        self.allow_code = allow_code  # what a fork may re-run: the permissions given on the command line
+        self.allow_network = allow_network
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
         self.save_breakpoints = save_breakpoints
@@ -208,7 +214,7 @@ class DebuggerApp(App[None]):
             self._quitting = True  # and a job not started yet never starts
         self.workers.cancel_group(self, "session")
         if self.document is not None:
-            for run in self.document.runs:  # a step waiting on a model call gives up at once
+            for run in self.runs:  # a step waiting on a model call gives up at once
                 if isinstance(run, Cancellable):
                     run.cancel()
             self.close_when_idle(self.document)  # stops a file's indexing thread
@@ -231,6 +237,11 @@ class DebuggerApp(App[None]):
         return self.sessions.get(self.run_index)
 
     @property
+    def runs(self) -> RunsWithForks:
+        """The file's runs, then the forks made in this session."""
+        return RunsWithForks(self.document.runs if self.document is not None else [], self.forks)
+
+    @property
     def current_run(self):
         session = self.session
         return session.run if session is not None else None
@@ -241,6 +252,7 @@ class DebuggerApp(App[None]):
         self.document = document
         self._label = label or self._label
         self.sessions = {}
+        self.forks = []
         self.run_filter = ""
         self.run_sort = None
         self.summaries = Summaries(document.runs)
@@ -291,17 +303,19 @@ class DebuggerApp(App[None]):
     def show_run(self) -> None:
         document = self.document
         timeline = self.query_one(Timeline)
-        if document is None or not document.runs:
+        runs = self.runs
+        if document is None or not runs:
             timeline.show_run(None)
             self.show_cursor()
             return
         session = self.sessions.get(self.run_index)
         if session is None:
-            session = self.sessions[self.run_index] = DebugSession(document.runs[self.run_index], self.breakpoints)
+            session = self.sessions[self.run_index] = DebugSession(runs[self.run_index], self.breakpoints)
         timeline.show_run(session.run, self.gutter, session.view)
+        timeline.set_fork_marks(fork_marks(runs, self.run_index))
         self.live.run_shown()
         self.show_cursor()
-        total = len(document.runs)
+        total = len(runs)
         where = f"run {self.run_index + 1} of {total} · " if total > 1 else ""
         if session.cursor == 0:
             self.say(f"{where}at the start: n steps, c continues to the first break, ? lists every key")
@@ -413,7 +427,7 @@ class DebuggerApp(App[None]):
         self.query_one(ToolsPane).show(run.info, state, record)
         self.query_one(MemoryPane).show(run.info, state)
         self.query_one(GuardsPane).show(run, state)
-        total = len(self.document.runs) if self.document is not None else 1
+        total = len(self.runs) if self.document is not None else 1
         header.show(run, step, self.run_index, total, session.view)
 
     def describe_step(self) -> str:
@@ -445,7 +459,7 @@ class DebuggerApp(App[None]):
         run = session.run
         timeline = self.query_one(Timeline)
         header = self.query_one(RunHeader)
-        total = len(self.document.runs) if self.document is not None else 1
+        total = len(self.runs) if self.document is not None else 1
         grew = run.step_count != timeline.step_count
         if grew:
             timeline.set_step_count(run.step_count)
@@ -801,23 +815,29 @@ class DebuggerApp(App[None]):
             return
         from agentdbg.tui.opening import default_trace_name, write_run
 
+        fork = session.run.info.fork
+        parent_number = fork.get("parent") if fork else None
+        # A fork is written after its parent (both as far as they have run).
+        parent = self.runs[parent_number - 1] if isinstance(parent_number, int) \
+            and 1 <= parent_number <= len(self.runs) and parent_number - 1 != self.run_index else None
+
         def answer(value: str | None) -> None:
             if value and value.strip():
                 path = value.strip()
-                self.start_worker("write", partial(write_run, session.run, path))
+                self.start_worker("write", partial(write_run, session.run, path, parent))
 
         self.push_screen(write_screen(default_trace_name(self.document, session.run)), answer)
 
     def action_switch_run(self) -> None:
         document = self.document
-        if document is None or len(document.runs) < 2:
+        if document is None or len(self.runs) < 2:
             self.say("this file holds a single run", "yellow")
             return
         if self.busy:
             self.say(f"{self.busy} in progress: Esc cancels it", "yellow")
             return
 
-        switcher = RunSwitcher(document.runs, self.run_index, self.run_filter, self.summaries, self.run_sort)
+        switcher = RunSwitcher(self.runs, self.run_index, self.run_filter, self.summaries, self.run_sort)
 
         def answer(index: int | None) -> None:
             self.run_filter = switcher.filter_text  # the list opens filtered and sorted the same next time
@@ -996,6 +1016,86 @@ class DebuggerApp(App[None]):
         else:
             self.say(f"view: {view.describe()} match {one_line(view.text, 80)} "
                      "(n / p move between them; f and an empty filter show every step)", "bold")
+
+    # --- fork ---------------------------------------------------------------------------
+    def action_fork(self) -> None:
+        """E: edit this step's thought, action or observation and run the rest as a new run."""
+        session = self._session_ready()
+        if session is None:
+            return
+        if session.cursor == 0:
+            self.say("no step to fork at yet: n takes the first", "yellow")
+            return
+        index = self.run_index
+        document = self.document
+        allow = {"allow_code": self.allow_code, "allow_network": self.allow_network}
+
+        def job() -> tuple:
+            from agentdbg.forking import ForkError, plan_for_run
+
+            try:
+                plan = plan_for_run(document, index, **allow) if index < len(document.runs) \
+                    else self.forks[index - len(document.runs)].plan
+                return plan, plan.build_agent().policy.format, ""
+            except ForkError as exc:
+                return None, "", str(exc)
+
+        self.start_worker("fork check", job)
+
+    def _after_fork_check(self, found: tuple) -> None:
+        plan, format, error = found
+        session = self.session
+        if plan is None or session is None:
+            self.say(one_line(error, 300), "bold red")
+            self.notify(one_line(error, 400), title="Cannot fork this run", severity="error", timeout=10, markup=False)
+            return
+        self.say(self.describe_step(), self.reason_style())
+        record = session.record()
+        if record is None:
+            return
+        index, step = self.run_index, record.step
+        label = f"run {index + 1}" if len(self.runs) > 1 else "this run"
+
+        def answer(edit) -> None:
+            if edit is not None:
+                self.start_fork(plan, index, step, edit)
+
+        self.push_screen(ForkScreen(record, format, label), answer)
+
+    def start_fork(self, plan, index: int, step: int, edit) -> None:
+        runs = list(self.runs)
+        # The parent's way of deciding dangerous calls (--approve), else the dialog.
+        approver = getattr(runs[index], "approver", None) or self.approvals.ask
+
+        def job(cancel: Cancel) -> tuple:
+            from agentdbg.forking import ForkError, fork_live_run
+
+            try:
+                run = fork_live_run(plan, runs, index, step, edit, approver=approver, cancelled=cancel.is_set)
+                run.plan = plan  # a fork of this fork re-runs the same plan
+                run.advance()  # the edited step
+            except ForkError as exc:
+                return None, str(exc)
+            return run, ""
+
+        self.start_worker("fork", job, cancellable=True)
+
+    def _after_fork(self, made: tuple) -> None:
+        run, error = made
+        if run is None:
+            self.show_cursor()
+            self.say(f"not forked: {one_line(error, 300)}", "bold red")
+            self.notify(one_line(error, 400), title="Cannot fork", severity="error", timeout=10, markup=False)
+            return
+        self.forks.append(run)
+        self.run_index = len(self.runs) - 1
+        self.show_run()
+        session = self.session
+        if session is not None:
+            session.goto(run.info.fork["step"])
+            self.show_cursor()
+        self.say(f"run {self.run_index + 1}: {one_line(run.info.fork_text(), 200)} · n/c run on, r switches runs",
+                 "bold magenta")
 
     # --- what if ------------------------------------------------------------------------
     def action_what_if(self) -> None:

@@ -45,6 +45,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("step.goto", "g", "goto", "Go to", "go to a step by number", "Stepping", True),
     Command("step.first", "home", "first_step", "First", "go to the start of the run", "Stepping"),
     Command("step.last", "end", "last_step", "Last", "go to the last step reached so far (c runs a live plan on); a run being written: follow its newest step", "Stepping"),
+    Command("step.fork", "E", "fork", "Fork", "fork at this step: edit its thought, action or observation and run the rest again as a new run (r switches between them)", "Stepping"),
     Command("break.toggle", "b", "toggle_breakpoint", "Break", "toggle a breakpoint on the current step", "Breakpoints", True),
     Command("break.manager", "B", "breakpoints", "Breakpoints", "breakpoint manager: tool, step and filter breakpoints, automatic breaks", "Breakpoints", True),
     Command("search.find", "slash", "search", "Search", "search the transcript (regular expression)", "Search", True),

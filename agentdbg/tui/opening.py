@@ -4,10 +4,12 @@ traceback (these run in worker threads; the app shows what they return)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 from agentdbg import documents
+from agentdbg.engine import events as ev
 from agentdbg.model.runs import Document
 from agentdbg.plans import PlanError, parse_plan
 from agentdbg.trace.writer import write_trace
@@ -46,8 +48,18 @@ def default_trace_name(document: Document | None, run) -> str:
     return f"{safe}.trace.jsonl"
 
 
-def write_run(run, path: str) -> tuple[str, int]:
-    """Write ``run`` (as far as it has gone, for a live run) to ``path`` as a trace."""
+def write_run(run, path: str, parent=None) -> tuple[str, int]:
+    """Write ``run`` (as far as it has gone, for a live run) to ``path`` as a trace; a fork
+    is written after its ``parent``, so that the file says what it was forked from."""
     target = Path(path).expanduser()
-    summary = write_trace(target, [run.events()])
+    runs = [run.events()]
+    if parent is not None:
+        runs = [parent.events(), with_parent_number(runs[0], 1)]
+    summary = write_trace(target, runs)
     return str(target), summary.events
+
+
+def with_parent_number(events: list, number: int) -> list:
+    """A fork's events with its ``run_start`` naming its parent as run ``number``."""
+    return [replace(event, fork={**event.fork, "parent": number})
+            if isinstance(event, ev.RunStart) and event.fork else event for event in events]

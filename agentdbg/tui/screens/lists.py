@@ -33,7 +33,8 @@ VERDICT_ORDER = {"wrong": 0, "correct": 3}  # a score without a judgement betwee
 
 def run_title(index: int, run) -> str:
     try:
-        return getattr(run, "title", "") or run.info.name or run.info.task or f"run {index + 1}"
+        title = getattr(run, "title", "") or run.info.name or run.info.task or f"run {index + 1}"
+        return f"⑂ {run.info.fork_text()}: {title}" if run.info.fork else title
     except (ValueError, OSError):
         return f"run {index + 1}"
 

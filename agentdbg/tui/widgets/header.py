@@ -72,6 +72,8 @@ class RunHeader(Widget):
         left.append(f" {name}", style="bold")
         if run_total > 1:
             left.append(f" (run {run_index + 1}/{run_total})", style="dim")
+        if run.info.fork:
+            left.append(f" ⑂ {one_line(run.info.fork_text(), 80)}", style="bold magenta")
         left.append("  Task: ", style="dim")
         left.append(one_line(run.info.task, 200))
         # A run being written has no outcome yet: the note beside it says it is live.

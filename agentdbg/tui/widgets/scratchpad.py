@@ -194,6 +194,9 @@ class Scratchpad(LinePane):
 
     def _block(self, record: StepRecord, current: bool, width: int, progress: PlanProgress | None = None) -> list[Text]:
         title = f" Step {record.step} "
+        fork = getattr(getattr(self.run, "info", None), "fork", None)
+        if isinstance(fork, dict) and fork.get("step") == record.step:  # the step this fork changed
+            title += f"· ✎ {one_line(str(fork.get('edited')), 20)} edited in this fork "
         if current:
             rule = Text.assemble(("▶" + title, "bold reverse cyan"), (" current ", "bold cyan"))
             rule.append("━" * max(width - rule.cell_len, 0), style="cyan")

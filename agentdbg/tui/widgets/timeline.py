@@ -36,6 +36,8 @@ MARKERS = {
     "": " ",
 }
 GUTTER = {"": "  ", "on": "● ", "off": "○ "}
+# The gutter's second cell: a step edited in this fork, or one a fork branches off.
+FORK_MARKS = {"edited": "✎", "branch": "⑂"}
 ROW_CACHE_SIZE = 4096
 TOOL_WIDTH = 11
 SUMMARY_CHARS = 200
@@ -121,6 +123,7 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--tripped",
         "timeline--final",
         "timeline--raw",
+        "timeline--fork",
         "timeline--plan",
         "timeline--reflection",
     }
@@ -153,6 +156,7 @@ class Timeline(ScrollView, can_focus=True):
         self.cursor = 0
         self.step_count = 0
         self.breakpoint_marker: Callable[[int], str] = lambda step: ""
+        self.fork_marks: dict[int, str] = {}
         self._rows: LRUCache[int, Row] = LRUCache(ROW_CACHE_SIZE)
         self._styles: dict[str, Style] = {}
         self._strips: LRUCache[tuple[int, bool, int], Strip] = LRUCache(ROW_CACHE_SIZE)  # painted rows
@@ -163,12 +167,20 @@ class Timeline(ScrollView, can_focus=True):
         self.run = run
         self.breakpoint_marker = marker or (lambda step: "")
         self.view = view
+        self.fork_marks = {}
         self._rows.clear()
         self._strips.clear()
         self.cursor = 0
         self.set_step_count(run.step_count if run is not None else 0)
         self.scroll_to(y=0, animate=False, immediate=True, force=True)
         self.refresh()
+
+    def set_fork_marks(self, marks: dict[int, str]) -> None:
+        if marks != self.fork_marks:
+            self.fork_marks = dict(marks)
+            self._strips.clear()
+            self.refresh()
+
 
     def set_view(self, view) -> None:
         """Show only the steps of ``view`` (a ``StepView``), or every step (None)."""
@@ -286,11 +298,16 @@ class Timeline(ScrollView, can_focus=True):
         number_width = max(len(str(self.step_count)), 3)
         current = step == self.cursor
         gutter = self.breakpoint_marker(step)
+        fork = FORK_MARKS.get(self.fork_marks.get(step, ""))
+        gutter_style = self._style("breakpoint" if gutter == "on" else "breakpoint-off")
         segments = [
-            Segment(GUTTER.get(gutter, "  "), self._style("breakpoint" if gutter == "on" else "breakpoint-off")),
+            Segment(GUTTER.get(gutter, "  "), gutter_style) if not fork
+            else Segment(GUTTER.get(gutter, "  ")[0], gutter_style),
             Segment("▶" if current else " ", self._style("cursor") if current else Style()),
             Segment(f"{step:>{number_width}} ", self._style("number")),
         ]
+        if fork:
+            segments.insert(1, Segment(fork, self._style("fork")))
         row = self.row(step)
         if row is None:
             segments.append(Segment("  …", self._style("summary")))

@@ -1,0 +1,315 @@
+"""Forking a recorded run at a step: change one part of step N and run on from there.
+
+A fork is a new run. Its steps before N are the parent's, copied as recorded; step N is
+run again with the edit; the steps after it are whatever the run's own policy and tools
+do next. To get there the engine replays steps 1..N-1 silently on a fresh agent (fresh
+tools, guards, memory and policy), so everything they hold is what it was when the parent
+reached step N:
+
+* a policy that does not ask a model (a scripted plan, rules, a grid agent) is asked
+  again and must say what it said then; a model is never asked again for a recorded step:
+  it "says" the recorded output, and its recorded token usage counts;
+* tools run again (mock tools keep their state in memory), except a call whose operation
+  key the parent already used: its recorded result is given again, as in any run appended
+  to a trace; a dangerous call gets the decision recorded for it;
+* every replayed step is checked against the recording: one that comes out differently
+  (the plan changed since it was recorded, a tool that is not deterministic) stops the
+  fork with ``ForkError`` saying where and what, rather than fork a run that never was.
+
+What each edit means (docs/debugger.md, "Forking a run"):
+
+* ``observation``: the call at step N is not run; the policy reads the edited text (an
+  error observation when it starts with ``ERROR:``);
+* ``action``: the edited action replaces the policy's output at step N (its thought is
+  kept) and runs, through the guards and approval like any other;
+* ``thought``: the thought is replaced and the step's action is kept (and run again);
+  later steps see the edited thought in the transcript and memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from agentdbg.engine import events as ev
+from agentdbg.engine.agent import AgentRun, ReActAgent, StepResult
+from agentdbg.engine.approval import Approver, Decision, decide
+from agentdbg.engine.events import FORK_EDITS
+from agentdbg.engine.journal import OperationJournal
+from agentdbg.engine.policies import Policy
+from agentdbg.engine.step_edit import StepEdit, action_edit
+from agentdbg.model.state import StepRecord, group_run
+
+__all__ = ["FORK_EDITS", "ForkError", "ForkRun", "StepEdit", "action_edit", "check_editable"]
+
+
+class ForkError(ValueError):
+    """A fork that cannot be made: says which step and why."""
+
+
+def check_editable(record: StepRecord, part: str) -> None:
+    """Raise ForkError when step ``record`` has no ``part`` to edit."""
+    step = record.step
+    calls = [event for event in record.events if isinstance(event, ev.ActionTaken)]
+    if len(calls) > 1 or any(event.item for event in calls) or \
+            any(isinstance(event, (ev.PlanMade, ev.Reflection)) for event in record.events):
+        raise ForkError(f"step {step} is a plan, a plan's item, a reflection or several calls at once: "
+                        "a fork changes a step of one call or an answer")
+    finished = record.tool is None and record.parse_error is None  # a final answer, or a plan's finish
+    if finished and record.answer is None and record.error_kind in ("policy", "memory", "tokens"):
+        raise ForkError(f"step {step} has no output to edit: the {record.error_kind} failed there ({record.error})")
+    if part == "observation":
+        if finished:
+            raise ForkError(f"step {step} has no observation to edit: it is the final answer")
+        if record.observation is None:
+            why = f" ({record.tripped.message})" if record.tripped is not None else ""
+            raise ForkError(f"step {step} has no observation to edit: the run stopped before its call ran{why}")
+    elif part == "thought" and record.parse_error is not None:
+        raise ForkError(f"step {step} has no thought to edit: its output could not be read as an action; "
+                        "edit the action instead")
+
+
+def recorded_output(record: StepRecord, format: str) -> Any:
+    """What the policy said at a recorded step, written in its format again (for a model,
+    which is not asked twice)."""
+    if record.parse_error is not None:
+        return record.output
+    if format == "plan":
+        if record.tool is None:
+            return ("finish", {} if record.answer is None else {"answer": record.answer})
+        return (record.tool, record.args if isinstance(record.args, dict) else {})
+    if format == "script":
+        if record.tool is None:
+            return {"kind": "finish", "content": record.answer or "", "thought": record.thought}
+        return {"thought": record.thought, "action": record.tool,
+                "args": record.args if isinstance(record.args, dict) else {}}
+    lines = [f"Thought: {record.thought}"] if record.thought else []
+    if record.tool is None:
+        lines.append(f"Action 1: Finish[{record.answer or ''}]" if format == "numbered"
+                     else f"Final Answer: {record.answer or ''}")
+    elif format == "numbered":
+        lines.append(f"Action 1: {record.call}")
+    else:
+        lines.append(f"Action: {record.call}")
+    return "\n".join(lines)
+
+
+class _Replaying(Policy):
+    """The run's policy during a fork: for the steps already recorded, a model's recorded
+    output (and usage) stands in for asking it again; any other policy is asked."""
+
+    def __init__(self, inner: Policy, records: Sequence[StepRecord], until: int):
+        self.inner = inner
+        self.records = records
+        self.until = until  # the last recorded step whose output is reused
+        self.format = inner.format
+        self.kind = inner.kind
+        self.reports_usage = inner.reports_usage
+        self.asks_model = inner.asks_model
+        self.asked = 0
+        self._recorded_tokens: int | None = None
+
+    @property  # type: ignore[override]
+    def on_note(self) -> Callable[[str, dict], None] | None:
+        return self.inner.on_note
+
+    @on_note.setter
+    def on_note(self, value: Callable[[str, dict], None] | None) -> None:
+        self.inner.on_note = value
+
+    def reset(self) -> None:
+        self.inner.reset()
+        self.asked = 0
+
+    def bind_tools(self, specs: Sequence[dict]) -> None:
+        self.inner.bind_tools(specs)
+
+    def cancel(self) -> None:
+        self.inner.cancel()
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.inner.exhausted
+
+    def reported_tokens(self) -> int | None:
+        return self._recorded_tokens if self._recorded_tokens is not None else self.inner.reported_tokens()
+
+    def respond(self, prompt: str) -> Any:
+        self.asked += 1
+        self._recorded_tokens = None
+        if self.asks_model and self.asked <= self.until:
+            record = self.records[self.asked - 1]
+            self._recorded_tokens = record.step_tokens
+            return recorded_output(record, self.format)
+        return self.inner.respond(prompt)
+
+
+def _decision(record: StepRecord) -> Decision:
+    """The decision recorded for a step's dangerous call (denied when none was recorded)."""
+    approval = record.approval
+    if approval is None:
+        return Decision.deny("no decision was recorded for this call", by="fork")
+    if approval.decision == "edited" and approval.args is not None:
+        return Decision("edited", approval.by, approval.reason, dict(approval.args))
+    if approval.decision == "edited":
+        return Decision.approve(approval.reason, by=approval.by)
+    return Decision(approval.decision, approval.by, approval.reason)
+
+
+_COMPARED = (("thought", "thought"), ("tool", "tool"), ("args", "arguments"), ("answer", "answer"),
+             ("parse_error", "parse error"), ("observation", "observation"),
+             ("observation_error", "observation's error flag"))
+
+
+def _difference(recorded: StepRecord, replayed: StepRecord) -> str | None:
+    for name, label in _COMPARED:
+        was, now = getattr(recorded, name), getattr(replayed, name)
+        if was != now:
+            return f"{label}: recorded {_short(was)}, replayed {_short(now)}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+class ForkRun:
+    """A fork of ``parent_events`` (one run's events) at ``step`` with ``edit``, run by
+    ``agent`` (a fresh one, made by the plan the parent ran). It steps like an
+    ``AgentRun``: building it replays steps 1..step-1 (``ForkError`` when they do not
+    come out as recorded) and emits the fork's ``run_start`` and those steps; the first
+    ``step()`` runs the edited step, later ones carry on. ``parent`` is the parent's
+    number in the file the fork goes to; ``journal_events`` are the events of that file's
+    runs before the fork (their operation keys are not run again; default: the parent's).
+    ``approver`` decides dangerous calls from step N on (a replayed call gets the decision
+    recorded for it, and so does step N's when only its thought was edited)."""
+
+    def __init__(self, agent: ReActAgent, task: str, parent_events: Sequence[ev.Event], step: int,
+                 edit: StepEdit, *, parent: int = 1, on_event: Callable[[ev.Event], None] | None = None,
+                 journal_events: Sequence[ev.Event] | None = None, approver: Approver | None = None,
+                 cancelled: Callable[[], bool] | None = None):
+        grouped = group_run(parent_events)
+        records = grouped.records
+        if grouped.start is None:
+            raise ForkError("the run has no run_start: nothing says how it was run")
+        if not 1 <= step <= len(records):
+            raise ForkError(f"no step {step} to fork at: the run has {len(records)} step{'s' if len(records) != 1 else ''}")
+        if task != grouped.info.task:
+            raise ForkError(f"the plan's task is not the recorded run's ({_short(task)} against "
+                            f"{_short(grouped.info.task)}); has the plan changed since?")
+        check_editable(records[step - 1], edit.part)
+        self.step_number = step
+        self.edit = edit
+        self.records = records
+        self.on_event = on_event
+        self.events: list[ev.Event] = []
+        self._approver = approver
+        self._silent = True
+        # Up to step N: at N the output is the recorded one too (an edited action replaces it).
+        agent.policy = _Replaying(agent.policy, records, step)
+        agent.approver = self._approve
+        journal = OperationJournal(parent_events if journal_events is None else journal_events)
+        self._run = AgentRun(agent, task, self._forward, journal)
+        earlier = earlier_edits(grouped.info.fork, step, agent.policy.format, records)
+        for number in range(1, step):
+            if cancelled is not None and cancelled():
+                raise ForkError("fork cancelled")
+            if self._run.done:
+                raise ForkError(f"the run does not replay as recorded: it ended at step {number - 1} "
+                                f"({self._run.outcome.status if self._run.outcome else 'ended'}); "
+                                "has the plan changed since it was recorded?")
+            replayed = self._run.step(earlier.get(number))
+            difference = _difference(records[number - 1], StepRecord.from_events(number, replayed.events))
+            if difference is not None:
+                raise ForkError(f"step {number} does not replay as recorded ({difference}); "
+                                "has the plan (or a tool's data) changed since the run was recorded?")
+        self._silent = False
+        metadata = edit.metadata(parent, step)
+        if earlier:  # a fork of a fork: the edits its steps were made with, replayed next time
+            metadata["replays"] = [{"step": n, "edited": e.part, "text": e.text} for n, e in sorted(earlier.items())]
+        self._emit(replace(grouped.start, fork=metadata))
+        for event in _prefix(parent_events, step):
+            self._emit(event)
+
+    def _forward(self, event: ev.Event) -> None:
+        if not self._silent:
+            self._emit(event)
+
+    def _emit(self, event: ev.Event) -> None:
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def _approve(self, request: Any) -> Decision:
+        number = request.step
+        if number < self.step_number or (number == self.step_number and self.edit.part == "thought"):
+            return _decision(self.records[number - 1])
+        return decide(self._approver, request)
+
+    @property
+    def done(self) -> bool:
+        return self._run.done
+
+    @property
+    def step_count(self) -> int:
+        return self._run.step_count
+
+    def step(self) -> StepResult:
+        """The edited step first, then one more step each time."""
+        if self._run.step_count == self.step_number - 1:
+            return self._run.step(self.edit)
+        return self._run.step()
+
+    def run_to_end(self) -> list[ev.Event]:
+        while not self.done:
+            self.step()
+        return list(self.events)
+
+    def cancel(self) -> None:
+        self._run.cancel()
+
+
+def earlier_edits(fork: dict | None, before: int, format: str,
+                  records: Sequence[StepRecord]) -> dict[int, StepEdit]:
+    """The edits a fork's steps before ``before`` were made with (its own and those of the
+    forks it came from), by step: replaying them replays the fork."""
+    if not fork:
+        return {}
+    listed = list(fork.get("replays") or []) + [fork]
+    edits: dict[int, StepEdit] = {}
+    for item in listed:
+        if not isinstance(item, dict):
+            raise ForkError("the run's fork record is damaged: it cannot be replayed")
+        number, part, text = item.get("step"), item.get("edited"), item.get("text", "")
+        if not isinstance(number, int) or part not in FORK_EDITS or not isinstance(text, str):
+            raise ForkError("the run's fork record is damaged: it cannot be replayed")
+        if number >= before:
+            continue
+        if part == "action":
+            try:
+                thought = records[number - 1].thought if number <= len(records) else ""
+                edits[number] = action_edit(format, text, thought)[0]
+            except ValueError as exc:
+                raise ForkError(f"the action edited at step {number} no longer parses: {exc}") from None
+        else:
+            edits[number] = StepEdit(part, text)
+    return edits
+
+
+def _prefix(events: Sequence[ev.Event], step: int) -> list[ev.Event]:
+    """The parent's events before step ``step``'s ``step`` event, as recorded (no header,
+    no checkpoints: a checkpoint is a cache the writer makes afresh)."""
+    out = []
+    for event in events:
+        if isinstance(event, ev.StepStart) and event.step >= step:
+            break
+        if isinstance(event, (ev.RunStart, ev.Checkpoint)):
+            continue
+        out.append(event)
+    return out

@@ -57,6 +57,14 @@ def sort_key(column: str, index: int, summary: RunSummary | None):
     return (0, getattr(summary, column))
 
 
+
+class RunTable(DataTable):
+    """The run list's table: Home and End go to the first and last run, as in every list here
+    (a plain table only scrolls)."""
+
+    BINDINGS = [Binding("home", "scroll_top", "First run", show=False, id="runs.first"),
+                Binding("end", "scroll_bottom", "Last run", show=False, id="runs.last")]
+
 class RunSwitcher(ModalScreen[int | None]):
     """The runs of a file as a table: outcome, verdict, steps, errors, repeats and tokens
     per run (a failing run is marked), those around the current one (at most
@@ -97,7 +105,7 @@ class RunSwitcher(ModalScreen[int | None]):
                         placeholder="run number, or a filter: ~wrong, ~outcome budget, ~tool search & ~error (Enter)")
             self._status = self._window_note()
             yield Static(self._status, id="run-filter-status")
-            yield DataTable(id="run-list", cursor_type="row", zebra_stripes=False)
+            yield RunTable(id="run-list", cursor_type="row", zebra_stripes=False)
 
     def _window_note(self) -> Text | str:
         if len(self.shown) >= self.count:

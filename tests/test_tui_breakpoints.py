@@ -160,7 +160,7 @@ async def test_when_no_name_is_free_breakpoints_work_but_it_says_they_are_not_sa
         assert len(told) == 1 and "breakpoints you set are not saved" in told[0]
         assert app.problems[-1].startswith("breakpoints you set are not saved")
         await press(pilot, "e")
-        assert app.screen.id == "problems"
+        assert app.screen.id == "log"
     assert all(path.read_bytes() == NEWER for path in sidecar_paths(plan))
 
 

@@ -25,6 +25,8 @@ SUBCOMMANDS = {
     "rescore": "where other guards would have stopped recorded runs: steps saved, wrong runs caught, correct runs cut",
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
     "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",
+    "keys": "list every key binding's id and keys, and check your keymap.toml",
+    "serve": "serve the debugger to a web browser on this machine (needs agentdbg[web])",
 }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -34,16 +34,19 @@ from agentdbg.debugger.sidecar import Sidecar, open_sidecar
 from agentdbg.engine.approval import Decision
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.runs import Document
-from agentdbg.tui import commands
+from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
+from agentdbg.tui.layout import PaneTabs
 from agentdbg.tui.live import LiveControl, LiveEvent
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
-from agentdbg.tui.screens.help import HelpScreen
-from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
+from agentdbg.tui.screens.help import HelpScreen, shown_keys
+from agentdbg.tui.screens.lists import RunSwitcher
+from agentdbg.tui.screens.log import LogScreen, StopEntry, StopLog
 from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
 from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
+from agentdbg.tui.settings import THEMES, Settings
 from agentdbg.tui.widgets.guards import GuardsPane
 from agentdbg.tui.widgets.header import RunHeader, StatusLine
 from agentdbg.tui.widgets.memory import MemoryPane
@@ -102,14 +105,18 @@ class DebuggerApp(App[None]):
             self.step = step
 
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
-                 error: str | None = None, save_breakpoints: bool = True, label: str = ""):
+                 error: str | None = None, save_breakpoints: bool = True, label: str = "",
+                 settings: Settings | None = None):
         super().__init__()
+        # The user's keymap and theme; none by default (tests and embedding see the defaults).
+        self.settings = settings if settings is not None else Settings()
         self._poll_timer: Timer | None = None
         self.document: Document | None = None
         self.run_index = 0
         self.sessions: dict[int, DebugSession] = {}
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
+        self.stop_log = StopLog()  # every stop of continue / reverse-continue, for e
         self.save_breakpoints = save_breakpoints
         self._sidecar: Sidecar | None = None  # where the breakpoints are saved
         self._save_noticed = ""  # the last thing told about saving them
@@ -128,6 +135,8 @@ class DebuggerApp(App[None]):
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
         self._label = label
         self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
+        self.narrow = False  # a narrow terminal: the sidebar's panes are tabs beside the scratchpad
+        self.tab = "scratchpad"  # the pane those tabs show
         self.what_if_settings: GuardSettings | None = None  # the last asked, offered again
         self.live = LiveControl(self)  # a trace still being written, and its agent
         # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
@@ -138,15 +147,19 @@ class DebuggerApp(App[None]):
         yield RunHeader(id="header")
         with Horizontal(id="main"):
             yield Timeline(id="timeline", classes="pane")
-            yield Scratchpad(id="scratchpad", classes="pane")
-            with Vertical(id="sidebar"):
-                yield GuardsPane(id="guards", classes="pane")
-                yield ToolsPane(id="tools", classes="pane")
-                yield MemoryPane(id="memory", classes="pane")
+            with Vertical(id="detail"):
+                yield PaneTabs(id="pane-tabs")  # shown on a narrow terminal only
+                with Horizontal(id="body"):
+                    yield Scratchpad(id="scratchpad", classes="pane")
+                    with Vertical(id="sidebar"):
+                        yield GuardsPane(id="guards", classes="pane")
+                        yield ToolsPane(id="tools", classes="pane")
+                        yield MemoryPane(id="memory", classes="pane")
         yield StatusLine(id="status")
         yield Footer(id="footer")
 
     def on_mount(self) -> None:
+        self.apply_settings()
         for pane, title in (("timeline", "Timeline"), ("scratchpad", "Scratchpad"), ("guards", "Guards"),
                             ("tools", "Tools"), ("memory", "Memory")):
             self.query_one(f"#{pane}").border_title = title
@@ -158,7 +171,22 @@ class DebuggerApp(App[None]):
         if error:
             self.show_open_error(error)
         self.query_one(Timeline).focus()
+        self.fit_width(self.size.width)
         self._poll_timer = self.set_interval(POLL_SECONDS, self.poll)
+
+    def apply_settings(self) -> None:
+        """The user's keymap and theme; a bad keymap entry is a problem (e lists it)."""
+        settings = self.settings
+        if settings.theme in THEMES:
+            self.theme = settings.theme
+        if settings.keymap:
+            self.set_keymap(settings.keymap)
+        if settings.problems:
+            self._problems.extend(settings.problems)
+            self._problems_seen = len(self._problems)
+            more = f" (+{len(settings.problems) - 1} more: e lists them)" if len(settings.problems) > 1 else ""
+            self.notify(one_line(settings.problems[0], 300) + more, title="Keymap entries left out",
+                        severity="warning", timeout=10, markup=False)
 
     def on_unmount(self) -> None:
         if self._poll_timer is not None:
@@ -587,6 +615,8 @@ class DebuggerApp(App[None]):
 
     def _after_continue(self, stop: Stop | None) -> None:
         self.show_cursor()
+        if stop is not None:
+            self.log_stop(stop)
         if self.live.after_continue(stop):
             return
         if stop is None:
@@ -595,6 +625,10 @@ class DebuggerApp(App[None]):
             self.say(stop.message, "bold red" if stop.at_breakpoint else "bold")
 
     _after_reverse_continue = _after_continue
+
+    def log_stop(self, stop: Stop) -> None:
+        """Keep ``stop`` for the log (e), with every reason, however long."""
+        self.stop_log.add(self.run_index, stop.step, list(stop.reasons), stop.at_breakpoint)
 
     def _after_search(self, found: tuple[int | None, str, bool, bool]) -> None:
         step, text, forward, cancelled = found
@@ -794,26 +828,116 @@ class DebuggerApp(App[None]):
         if isinstance(self.screen, WhatIfScreen):
             self.screen.show_result(shown)
 
-    def action_show_problems(self) -> None:
-        self.push_screen(ProblemsScreen(list(self.problems)))
+    def action_show_log(self) -> None:
+        runs = len(self.document.runs) if self.document is not None else 1
+
+        def answer(entry: StopEntry | None) -> None:
+            if entry is None or self.document is None or entry.run_index >= len(self.document.runs):
+                return
+            if entry.run_index != self.run_index:
+                self.run_index = entry.run_index
+                self.show_run()
+            self.go_to_step(entry.step)
+
+        self.push_screen(LogScreen(self.stop_log, list(self.problems), runs), answer)
 
     # --- view ---------------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.settings.keymap))
+
+    def action_toggle_theme(self) -> None:
+        theme = THEMES[1] if self.theme == THEMES[0] else THEMES[0]
+        self.theme = theme
+        problem = self.settings.remember_theme(theme)
+        if problem:
+            self.notify(one_line(problem, 300), title="Theme", severity="warning", markup=False)
+        self.say(f"{'light' if theme == THEMES[1] else 'dark'} theme (t switches back)")
+
+    # --- copy ---------------------------------------------------------------------------
+    def action_copy_step(self) -> None:
+        focused = self.focused
+        if isinstance(focused, (ToolsPane, MemoryPane, GuardsPane)):
+            name = (focused.id or "pane").capitalize()
+            self.copy_text("\n".join(focused.line_texts).rstrip() + "\n", f"the {name} pane")
+            return
+        record = self._current_record()
+        if record is not None:
+            self.copy_text(copying.step_text(record), f"step {record.step} as text")
+
+    def action_copy_step_json(self) -> None:
+        record = self._current_record()
+        if record is not None:
+            count = len(record.events)
+            self.copy_text(copying.step_json(record),
+                           f"step {record.step} as JSON ({count} event{'s' if count != 1 else ''})")
+
+    def _current_record(self):
+        session = self.session
+        if session is None or session.cursor == 0:
+            self.say("no step to copy yet: n steps", "yellow")
+            return None
+        try:
+            return session.record()
+        except (IndexError, ValueError, OSError) as exc:
+            self.say(f"step {session.cursor} cannot be read: {one_line(str(exc), 200)}", "bold red")
+            return None
+
+    def copy_text(self, text: str, what: str) -> None:
+        text, cut = copying.limited(text)
+        self.copy_to_clipboard(text)
+        more = f", cut: {cut:,} more characters left out" if cut else ""
+        self.notify(f"Copied {what}: {len(text):,} characters{more}", title="Copied", markup=False)
+        self.say(f"copied {what} to the clipboard")
 
     def action_toggle_pane(self, pane: str) -> None:
         if pane not in PANES:
             return
+        if self.narrow and pane in layout.TABBED:  # a tab: its number shows it, again goes back
+            self.show_tab("scratchpad" if self.tab == pane else pane)
+            return
         widget = self.query_one(f"#{pane}")
-        widget.display = not widget.display
+        widget.set_class(not widget.has_class("-hidden"), "-hidden")
+        shown = not widget.has_class("-hidden")
+        self.query_one("#sidebar").set_class(
+            all(self.query_one(f"#{name}").has_class("-hidden") for name in ("tools", "memory", "guards")),
+            "-hidden")
+        self.say(f"{pane} pane {'shown' if shown else 'hidden'}")
+
+    def show_tab(self, pane: str) -> None:
+        """On a narrow terminal, show ``pane`` in the column the tabs share."""
+        self.tab = pane
+        layout.set_tab_classes(self.query_one("#main"), self.narrow, pane)
+        tabs = self.query_one(PaneTabs)
+        if tabs.active != f"tab-{pane}":
+            tabs.active = f"tab-{pane}"
+
+    @on(PaneTabs.TabActivated, "#pane-tabs")
+    def tab_activated(self, event: PaneTabs.TabActivated) -> None:
+        pane = (event.tab.id or "").removeprefix("tab-")
+        if pane in layout.TABBED and pane != self.tab:
+            self.show_tab(pane)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_width(event.size.width)
+
+    def fit_width(self, width: int) -> None:
+        narrow = layout.is_narrow(width)
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
         sidebar = self.query_one("#sidebar")
-        sidebar.display = any(self.query_one(f"#{name}").display for name in ("tools", "memory", "guards"))
-        self.say(f"{pane} pane {'shown' if widget.display else 'hidden'}")
+        # The sidebar's own width (< and >) applies beside the scratchpad, not as a tab.
+        sidebar.styles.width = None if narrow else self._widths["sidebar"]
+        self.query_one(Footer).compact = narrow
+        self.show_tab(self.tab if narrow else "scratchpad")
 
     def action_resize_sidebar(self, delta: int) -> None:
         low, _, high = SIDEBAR_WIDTH
         width = max(low, min(high, self._widths["sidebar"] + delta))
         self._widths["sidebar"] = width
+        if self.narrow:
+            self.say("the sidebar is a tab on a terminal this narrow: 2, 3, 4 show its panes", "yellow")
+            return
         self.query_one("#sidebar").styles.width = width
 
     def action_toggle_fold(self) -> None:
@@ -827,6 +951,6 @@ class DebuggerApp(App[None]):
     # --- command palette -----------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for command in commands.COMMANDS:
-            title = f"{command.title} ({command.shown_keys})"
+            title = f"{command.title} ({shown_keys(command, self.settings.keymap)})"
             yield SystemCommand(title, command.help, partial(self.run_action, command.action))
         yield from super().get_system_commands(screen)

@@ -1,4 +1,4 @@
-"""Choosing a run (episode) of a file, filtering the list, and reading the problems found in a file."""
+"""Choosing a run (episode) of a file, and filtering the list."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -38,8 +38,8 @@ class RunSwitcher(ModalScreen[int | None]):
     matches (``~wrong`` lists the runs a grader judged wrong). The scan runs off the
     screen's thread and stops when the screen closes."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"),
-                Binding("slash", "focus_filter", "Filter", show=False)]
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="runs.close"),
+                Binding("slash", "focus_filter", "Filter", show=False, id="runs.filter")]
 
     def __init__(self, runs, current: int, filter_text: str = ""):
         super().__init__(id="runs")
@@ -141,20 +141,3 @@ class RunSwitcher(ModalScreen[int | None]):
     @on(OptionList.OptionSelected)
     def chosen(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(int(event.option.id or 0))
-
-
-class ProblemsScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,e", "dismiss", "Close")]
-
-    def __init__(self, problems: list[str]):
-        super().__init__(id="problems")
-        self.problems = problems
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog wide") as box:
-            box.border_title = f"Problems ({len(self.problems)})"
-            box.border_subtitle = "the valid part of the file is open · Esc: close"
-            if not self.problems:
-                yield Static(Text("No problems.", style="dim"))
-            for problem in self.problems:
-                yield Static(Text.assemble(("✗ ", "bold red"), one_line(problem, 2000)), classes="problem")

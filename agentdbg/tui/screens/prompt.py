@@ -14,7 +14,7 @@ from textual.widgets import Input, Label
 class PromptScreen(ModalScreen[str | None]):
     """Ask for one line of text; Enter answers, Esc cancels."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
     def __init__(self, title: str, label: str, value: str = "", placeholder: str = "",
                  hint: str = "", validators=None, id: str | None = None):

@@ -28,6 +28,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from agentdbg.debugger.breakpoints import BreakpointSet
+from agentdbg.debugger.find import Query, find_step, matching_steps
 from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar
@@ -46,6 +47,7 @@ from agentdbg.tui.screens.lists import RunSwitcher
 from agentdbg.tui.screens.log import LogScreen, StopEntry, StopLog
 from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
 from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
+from agentdbg.tui.searching import Matches, SearchResult
 from agentdbg.tui.settings import THEMES, Settings
 from agentdbg.tui.widgets.guards import GuardsPane
 from agentdbg.tui.widgets.header import RunHeader, StatusLine
@@ -121,6 +123,7 @@ class DebuggerApp(App[None]):
         self._sidecar: Sidecar | None = None  # where the breakpoints are saved
         self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
+        self._matches: Matches | None = None  # every step the last search matches, when counted
         self.run_filter = ""  # the run list's filter (r then /)
         self.busy: str | None = None  # the operation a worker is running
         self._cancel = Cancel()
@@ -182,8 +185,8 @@ class DebuggerApp(App[None]):
         if settings.keymap:
             self.set_keymap(settings.keymap)
         if settings.problems:
-            self._problems.extend(settings.problems)
-            self._problems_seen = len(self._problems)
+            self._problems[:0] = settings.problems
+            self._problems_seen += len(settings.problems)
             more = f" (+{len(settings.problems) - 1} more: e lists them)" if len(settings.problems) > 1 else ""
             self.notify(one_line(settings.problems[0], 300) + more, title="Keymap entries left out",
                         severity="warning", timeout=10, markup=False)
@@ -230,8 +233,8 @@ class DebuggerApp(App[None]):
         self._label = label or self._label
         self.sessions = {}
         self.run_filter = ""
-        self._problems = []
-        self._problems_seen = 0
+        self._problems = list(self.settings.problems)  # the keymap's stay listed (told at start)
+        self._problems_seen = len(self._problems)
         self._document_problems = 0
         self.breakpoints = self.load_breakpoints(document)
         for run in document.runs:  # a live run asks the user, unless told in advance (--approve)
@@ -630,20 +633,27 @@ class DebuggerApp(App[None]):
         """Keep ``stop`` for the log (e), with every reason, however long."""
         self.stop_log.add(self.run_index, stop.step, list(stop.reasons), stop.at_breakpoint)
 
-    def _after_search(self, found: tuple[int | None, str, bool, bool]) -> None:
-        step, text, forward, cancelled = found
-        if cancelled:
+    def _after_search(self, found: SearchResult) -> None:
+        step, query = found.step, found.query
+        if found.cancelled:
             self.say("search cancelled: the cursor stays here", "yellow")
             return
+        if found.matches is not None:
+            self._matches = found.matches
+        what = f"filter {one_line(query.text, 80)}" if query.is_filter else repr(one_line(query.text, 80))
         # Text that is not a valid regex is looked for as it is: say so, and why.
-        reason = literal_reason(text)
+        reason = None if query.is_filter else literal_reason(query.text)
         literally = f" (looked for literally: {one_line(reason, 120)})" if reason else ""
         if step is None:
-            self.say(f"no match for {one_line(text, 80)!r}{literally}", "yellow")
+            self.say(f"no match for {what}{literally}", "yellow")
             return
         self.session.goto(step)
         self.show_cursor()
-        self.say(f"match for {one_line(text, 80)!r} at step {step:,}{literally} (. next, , previous)", "bold")
+        count = ""
+        matches = found.matches
+        if matches is not None and step in matches.index:
+            count = f": match {matches.index[step]:,} of {len(matches.steps):,}"
+        self.say(f"match for {what} at step {step:,}{literally}{count} (. next, , previous)", "bold")
 
     def _after_open(self, opened: tuple[Document | None, str, str]) -> None:
         document, path, error = opened
@@ -709,9 +719,16 @@ class DebuggerApp(App[None]):
             return
 
         def answer(value: str | None) -> None:
-            if value:
-                self.last_search = value
-                self.search(True)
+            if value is None:
+                return
+            if not value.strip():  # an empty search clears the highlight
+                self.last_search = ""
+                self._matches = None
+                self.query_one(Scratchpad).set_highlight(None)
+                self.say("search cleared")
+                return
+            self.last_search = value
+            self.search(True)
 
         self.push_screen(search_screen(self.last_search), answer)
 
@@ -728,11 +745,29 @@ class DebuggerApp(App[None]):
         if not self.last_search:
             self.say("nothing searched yet: / searches", "yellow")
             return
-        text = self.last_search
+        try:
+            query = Query.parse(self.last_search)
+        except ValueError as exc:
+            self.say(f"search not run: {one_line(str(exc), 200)}", "bold red")
+            return
+        self.query_one(Scratchpad).set_highlight(query)
+        run = session.run
+        known = self._matches
+        if known is not None and known.fits(query.text, run):  # every match known: no scan
+            self._after_search(SearchResult(known.next_from(session.cursor, forward), query, False, known))
+            return
 
-        def job(cancel: Cancel) -> tuple[int | None, str, bool, bool]:
-            step = session.search(text, forward=forward, cancel=cancel)
-            return step, text, forward, step is None and cancel.is_set()
+        def job(cancel: Cancel) -> SearchResult:
+            if query.is_filter:
+                step = find_step(run, query, session.cursor, forward=forward, cancel=cancel)
+            else:
+                step = session.search(query.text, forward=forward, cancel=cancel)
+            if step is None:
+                return SearchResult(None, query, cancel.is_set(), None)
+            complete = run.complete
+            steps = matching_steps(run, query, cancel)  # for "match 3 of 17"; Esc skips it
+            found = Matches(query.text, run, run.step_count, complete, steps) if steps is not None else None
+            return SearchResult(step, query, False, found)
 
         self.start_worker("search", job, cancellable=True)
 

@@ -7,8 +7,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.validation import Function
+from textual.validation import Function, ValidationResult, Validator
 from textual.widgets import Input, Label
+
+from agentdbg.debugger.find import Query
+from agentdbg.tui.safe import one_line
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -57,10 +60,22 @@ def goto_screen(current: int, count: int, more: bool) -> PromptScreen:
                         validators=[Function(_is_step, "give a step number, 1 or more")], id="goto")
 
 
+class QueryValidator(Validator):
+    """A search starting with ~ or ! must be a filter that parses: say what is wrong."""
+
+    def validate(self, value: str) -> ValidationResult:
+        try:
+            Query.parse(value)
+        except ValueError as exc:
+            return self.failure(f"not a filter: {one_line(str(exc), 200)} (\\~ searches for a ~)")
+        return self.success()
+
+
 def search_screen(last: str) -> PromptScreen:
-    return PromptScreen("Search transcript", "Text or regular expression (lower case: any case):",
-                        value=last, placeholder="e.g. Gattopardo, error|fail",
-                        hint=". and , go to the next / previous match", id="search")
+    return PromptScreen("Search", "A regular expression (lower case: any case), or a filter: ~tool search, !~error",
+                        value=last, placeholder="e.g. Gattopardo, error|fail, ~tool calc & ~error",
+                        hint=". and , go to the next / previous match · empty: clear the highlight",
+                        validators=[QueryValidator()], id="search")
 
 
 def open_screen(initial: str) -> PromptScreen:

@@ -273,3 +273,50 @@ async def test_t_switches_the_theme_and_remembers_it(tmp_path):
     state.write_text("{not json")
     assert read_theme(state) is None
     assert Settings.load(tmp_path / "none.toml", state).theme is None
+
+
+# --- files ---------------------------------------------------------------------------------
+
+async def test_w_shows_the_full_path_and_asks_before_replacing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "kept.jsonl"
+    target.write_text("precious\n")
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "w", "ctrl+u")
+        await type_text(pilot, "kept.jsonl")
+        await settle(pilot)
+        hint = str(app.screen.query_one("#prompt-hint").render())
+        assert str(target) in hint and "asked before it is replaced" in hint
+        await press(pilot, "enter")
+        assert app.screen.id == "confirm-write" and str(target) in screen_text(app).replace("│", "")
+        await press(pilot, "enter")  # the focused button is Cancel: Enter alone replaces nothing
+        assert target.read_text() == "precious\n" and "not written" in status(app)
+        await press(pilot, "w", "ctrl+u")
+        await type_text(pilot, "kept.jsonl")
+        await press(pilot, "enter", "y")
+        assert '"type":"run_start"' in target.read_text() and str(target) in status(app)
+
+
+async def test_tab_completes_a_path_in_the_open_dialog(tmp_path):
+    (tmp_path / "runs").mkdir()
+    for name in ("alpha_one.jsonl", "alpha_two.jsonl", "beta.toml"):
+        (tmp_path / "runs" / name).write_text("")
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "o", "ctrl+u")
+        await type_text(pilot, f"{tmp_path}/ru")
+        await press(pilot, "tab")
+        field = app.screen.query_one("#prompt-input")
+        assert field.value == f"{tmp_path}/runs/"
+        await type_text(pilot, "al")
+        await press(pilot, "tab")
+        assert field.value == f"{tmp_path}/runs/alpha_"
+        hint = str(app.screen.query_one("#prompt-hint").render())
+        assert "2 matches" in hint and "alpha_one.jsonl" in hint and "alpha_two.jsonl" in hint
+        await type_text(pilot, "z")
+        await press(pilot, "tab")
+        assert "no file starts with that" in str(app.screen.query_one("#prompt-hint").render())
+        assert app.screen.id == "open"  # Tab never left the field

@@ -45,7 +45,13 @@ from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.help import HelpScreen, shown_keys
 from agentdbg.tui.screens.lists import RunSwitcher
 from agentdbg.tui.screens.log import LogScreen, StopEntry, StopLog
-from agentdbg.tui.screens.prompt import goto_screen, open_screen, search_screen, write_screen
+from agentdbg.tui.screens.prompt import (
+    ConfirmScreen,
+    goto_screen,
+    open_screen,
+    search_screen,
+    write_screen,
+)
 from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
 from agentdbg.tui.searching import Matches, SearchResult
 from agentdbg.tui.settings import THEMES, Settings
@@ -799,10 +805,19 @@ class DebuggerApp(App[None]):
             return
         from agentdbg.tui.opening import default_trace_name, write_run
 
+        def write(path: Path) -> None:
+            self.start_worker("write", partial(write_run, session.run, str(path)))
+
         def answer(value: str | None) -> None:
-            if value and value.strip():
-                path = value.strip()
-                self.start_worker("write", partial(write_run, session.run, path))
+            if not value or not value.strip():
+                return
+            path = Path(value.strip()).expanduser().absolute()
+            if path.exists() and not path.is_dir():  # never replaced without asking
+                question = f"{one_line(str(path), 300)} exists. Replace it with this run's trace?"
+                self.push_screen(ConfirmScreen("Replace file?", question, id="confirm-write"),
+                                 lambda yes: write(path) if yes else self.say("not written", "yellow"))
+                return
+            write(path)
 
         self.push_screen(write_screen(default_trace_name(self.document, session.run)), answer)
 

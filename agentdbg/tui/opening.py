@@ -48,6 +48,6 @@ def default_trace_name(document: Document | None, run) -> str:
 
 def write_run(run, path: str) -> tuple[str, int]:
     """Write ``run`` (as far as it has gone, for a live run) to ``path`` as a trace."""
-    target = Path(path).expanduser()
+    target = Path(path).expanduser().absolute()
     summary = write_trace(target, [run.events()])
     return str(target), summary.events

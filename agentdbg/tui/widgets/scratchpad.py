@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from agentdbg.debugger.find import Query
-from agentdbg.prompt import prompt_at
+from agentdbg.prompt import SYSTEM_HEADER, TASK_HEADER, prompt_at
 from agentdbg.state import StepRecord
 from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
@@ -47,7 +47,7 @@ BLOCK_CACHE = 256  # wrapped steps kept
 CONTEXT_SCREENS = 2  # earlier steps rendered: enough for this many pane heights
 PROMPT_STEPS = 50  # a prompt that is the whole transcript: its latest steps only
 MATCH_STYLE = "bold black on yellow"  # a search match (/)
-PROMPT_HEADERS = ("Summary of earlier steps:", "Recalled from memory:", "Recent steps:")
+PROMPT_HEADERS = ("Summary of earlier steps:", "Recalled from memory:", "Recent steps:", SYSTEM_HEADER, TASK_HEADER)
 
 
 class Scratchpad(LinePane):

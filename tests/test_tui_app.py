@@ -20,6 +20,7 @@ from test_tui_support import (
 )
 
 from agentdbg.debugger.breakpoints import sidecar_path
+from agentdbg.debugger.sidecar import breakpoints_target
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.widgets.timeline import Timeline
 
@@ -126,7 +127,7 @@ async def test_breakpoint_toggle_saves_beside_the_file_and_reloads(tmp_path):
         await press(pilot, "home", "C")  # nothing before step 1
         await press(pilot, "c")
         assert app.session.cursor == 3 and "breakpoint: step 3" in status(app)
-    sidecar = sidecar_path(tmp_path / "library_hallucinating.toml")
+    sidecar = sidecar_path(breakpoints_target(tmp_path / "library_hallucinating.toml", "plan"))
     saved = json.loads(sidecar.read_text())
     assert saved["breakpoints"] == [{"kind": "step", "spec": "3", "enabled": True}]
     again = live_app(tmp_path)  # the same copy: its breakpoint file is read back
@@ -195,7 +196,7 @@ async def test_breakpoint_manager_adds_filters_toggles_and_reports_bad_ones(tmp_
         await press(pilot, "d")
         assert len(app.breakpoints) == 0
         await press(pilot, "escape")
-    saved = json.loads(sidecar_path(tmp_path / "library_hallucinating.toml").read_text())
+    saved = json.loads(sidecar_path(breakpoints_target(tmp_path / "library_hallucinating.toml", "plan")).read_text())
     assert saved["auto"]["tool_error"] is False and saved["breakpoints"] == []
 
 

@@ -320,3 +320,34 @@ async def test_tab_completes_a_path_in_the_open_dialog(tmp_path):
         await press(pilot, "tab")
         assert "no file starts with that" in str(app.screen.query_one("#prompt-hint").render())
         assert app.screen.id == "open"  # Tab never left the field
+
+
+async def test_a_plans_breakpoints_go_to_the_data_directory_and_an_old_file_beside_it_is_read(tmp_path):
+    from test_tui_support import plan_copy
+
+    from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
+    from agentdbg.debugger.sidecar import breakpoints_target, data_dir
+    from agentdbg.documents import open_document
+
+    plan = plan_copy(tmp_path, "library_hallucinating.toml")
+    old = BreakpointSet()
+    old.add("tool", "calc")
+    old.save(sidecar_path(plan))  # where an earlier agentdbg saved them
+    before = sidecar_path(plan).read_bytes()
+    app = DebuggerApp(open_document(plan))
+    notes: list[tuple[str, str]] = []
+    app.notify = lambda message, **kw: notes.append((kw.get("title", ""), message))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert len(app.breakpoints) == 1  # the tool breakpoint read from beside the plan
+        store = sidecar_path(breakpoints_target(plan, "plan"))
+        assert store.is_relative_to(data_dir() / "breakpoints")
+        assert any(title == "Breakpoints moved" and str(store) in message for title, message in notes)
+        await press(pilot, "n", "b")
+    saved = json.loads(store.read_text())["breakpoints"]
+    assert {entry["kind"] for entry in saved} == {"tool", "step"}
+    assert sidecar_path(plan).read_bytes() == before  # the old file is left as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["library_hallucinating.toml", sidecar_path(plan).name])
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert breakpoints_target(plan_copy(other, "library_hallucinating.toml"), "plan") != breakpoints_target(plan, "plan")

@@ -31,7 +31,7 @@ from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.find import Query, find_step, matching_steps
 from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
-from agentdbg.debugger.sidecar import Sidecar, open_sidecar
+from agentdbg.debugger.sidecar import Sidecar, open_sidecar_for
 from agentdbg.engine.approval import Decision
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.runs import Document
@@ -281,8 +281,12 @@ class DebuggerApp(App[None]):
         self._save_noticed = ""
         if not self.save_breakpoints or not Path(document.path).is_file():
             return BreakpointSet()
-        self._sidecar = open_sidecar(document.path)
+        self._sidecar = open_sidecar_for(document.path, document.kind)
         self.problems.extend(self._sidecar.problems())
+        if self._sidecar.migrated_from is not None:
+            self.notify(f"read from {one_line(str(self._sidecar.migrated_from), 200)}; saved from now on to "
+                        f"{one_line(str(self._sidecar.path), 200)} (the plan's folder is left alone)",
+                        title="Breakpoints moved", timeout=10, markup=False)
         return self._sidecar.breakpoints
 
     def save_breakpoint_file(self) -> bool:

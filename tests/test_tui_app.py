@@ -159,7 +159,7 @@ async def test_stuck_run_stops_at_the_repeat(tmp_path):
         assert app.session.cursor == 2
         assert "repeated action" in status(app)
         assert "↻" in app.query_one(Timeline).row_text(2) or "⊘" in app.query_one(Timeline).row_text(2)
-        assert "2/2" in pane_text(app, "guards")
+        assert "repeat ███████████████████████████ 1/1" in pane_text(app, "guards")  # one repeat of one allowed
         assert app.query_one("#guards").levels()["repeat"] == "at"
 
 

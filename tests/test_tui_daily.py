@@ -351,3 +351,18 @@ async def test_a_plans_breakpoints_go_to_the_data_directory_and_an_old_file_besi
     other = tmp_path / "elsewhere"
     other.mkdir()
     assert breakpoints_target(plan_copy(other, "library_hallucinating.toml"), "plan") != breakpoints_target(plan, "plan")
+
+
+@pytest.mark.parametrize("size", [NARROW, (160, 48)])
+async def test_the_first_frame_wraps_the_scratchpad_at_its_real_width(monkeypatch, size):
+    from agentdbg.tui.widgets.scratchpad import Scratchpad
+
+    built: list[int] = []
+    build_lines = Scratchpad.build_lines
+    monkeypatch.setattr(Scratchpad, "build_lines",
+                        lambda self, width: built.append(width) or build_lines(self, width))
+    app = recorded_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        real = app.query_one("#scratchpad").scrollable_content_region.width
+    assert built and set(built) == {real} and real > 40  # never one character per line first

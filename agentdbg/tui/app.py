@@ -982,7 +982,6 @@ class DebuggerApp(App[None]):
         sidebar = self.query_one("#sidebar")
         # The sidebar's own width (< and >) applies beside the scratchpad, not as a tab.
         sidebar.styles.width = None if narrow else self._widths["sidebar"]
-        self.query_one(Footer).compact = narrow
         self.show_tab(self.tab if narrow else "scratchpad")
 
     def action_resize_sidebar(self, delta: int) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.console import Group
+from rich.padding import Padding
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -47,13 +49,17 @@ class StopLog:
         return len(self.entries)
 
 
-def describe_stop(entry: StopEntry, runs: int) -> Text:
+def describe_stop(entry: StopEntry, runs: int) -> Group:
+    """The stop's place, then each reason on its own lines, wrapped under itself."""
     where = f"run {entry.run_index + 1} · " if runs > 1 else ""
-    text = Text.assemble(("● " if entry.at_breakpoint else "○ ", "bold red" if entry.at_breakpoint else "dim"),
+    head = Text.assemble(("● " if entry.at_breakpoint else "○ ", "bold red" if entry.at_breakpoint else "dim"),
                          (f"{where}step {entry.step:,}", "bold"))
-    for reason in entry.reasons or ("no reason",):
-        text.append("\n    " + one_line(reason, 2000))
-    return text
+    reasons = Text("\n").join(Text(one_line(reason, 2000)) for reason in entry.reasons or ("no reason",))
+    return Group(head, Padding(reasons, (0, 0, 0, 4)))
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 class LogScreen(ModalScreen[StopEntry | None]):
@@ -70,7 +76,7 @@ class LogScreen(ModalScreen[StopEntry | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide") as box:
-            box.border_title = f"Log: {len(self.stops):,} stops, {len(self.problems):,} problems"
+            box.border_title = f"Log: {plural(len(self.stops), 'stop')}, {plural(len(self.problems), 'problem')}"
             box.border_subtitle = "Enter: go to the stop · Esc: close"
             options: list[Option] = [Option(Text("Stops and breaks (newest first)", style="bold underline"),
                                             disabled=True)]

@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentdbg.engine.approval import APPROVE_CHOICES, Approver, always, never
-from agentdbg.files import OpenError, read_head, unreadable_text
+from agentdbg.errors import OpenError
+from agentdbg.files import read_head, unreadable_text
+from agentdbg.model.runs import Document, EventRun, LiveRun
 from agentdbg.plans import Plan, load_plan, looks_like_plan
-from agentdbg.runs import Document, EventRun, LiveRun
 
 __all__ = ["OpenError", "open_document", "plan_document", "run_plan_to_end"]
 HEAD_BYTES = 64 * 1024  # what telling a trace or a binary file apart looks at

@@ -15,14 +15,12 @@ import os
 import stat
 from pathlib import Path
 
+from agentdbg.errors import OpenError as OpenError  # named from here too
+
 BINARY_SAMPLE_BYTES = 8192  # what looks_binary looks at (as git does)
 _READ_BLOCK = 1024 * 1024
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
                | getattr(os, "O_CLOEXEC", 0))
-
-
-class OpenError(ValueError):
-    """The input cannot be opened at all (says which file and why)."""
 
 
 def size_text(size: int) -> str:

@@ -31,6 +31,7 @@ from agentdbg.attach.protocol import PAUSE_TIMEOUT
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import Outcome
 from agentdbg.engine.approval import Approver, Decision, approver_from
+from agentdbg.engine.events import TOOL_ERROR_KINDS
 from agentdbg.engine.guards import (
     ErrorBudget,
     GuardSet,
@@ -60,7 +61,6 @@ from agentdbg.trace.writer import TraceWriter
 
 __all__ = ["ApprovalRequired", "Recorder", "RunEnded", "Step", "record", "usage_tokens"]
 
-TOOL_ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout")
 REPEAT_MODES = ("off", "any", "consecutive")
 POLICY = "your loop (agentdbg.record)"
 

@@ -369,7 +369,7 @@ def _re2_found(compiled: Any) -> Any:
     return found
 
 
-class _Surrogates(dict):
+class _Surrogates(dict[str, Any]):
     """str.translate table: each lone surrogate becomes U+FFFD (same length, so match
     positions still index the original text)."""
 
@@ -438,7 +438,7 @@ def _compile_re2(pattern: str, ignore_case: bool) -> Any:
         raise _place(pattern, reason, fragment) from None
 
 
-def _compile_stdlib(pattern: str, flags: int) -> re.Pattern:
+def _compile_stdlib(pattern: str, flags: int) -> re.Pattern[str]:
     try:
         with warnings.catch_warnings():  # "possible nested set" and the like: not the user's concern
             warnings.simplefilter("ignore")

@@ -102,7 +102,7 @@ def _kept_joiner(text: str, index: int) -> bool:
     return unicodedata.category(before) in ("So", "Sk")
 
 
-def _shown(match: re.Match) -> str:
+def _shown(match: re.Match[str]) -> str:
     """What replaces one match of the unsafe patterns: nothing for a control sequence, the
     text itself where it is legitimate, else the invisible character made visible."""
     kind = match.lastgroup
@@ -164,7 +164,7 @@ def unsafe_parts(text: str) -> list[tuple[int, int, str]]:
     return parts
 
 
-def _json_escape(match: re.Match) -> str:
+def _json_escape(match: re.Match[str]) -> str:
     text = match.group()
     if match.lastgroup == "flag" or (match.lastgroup is None and _shown(match) == text):
         return text
@@ -202,11 +202,17 @@ def one_line(text: str, limit: int | None = None) -> str:
     return flat
 
 
+def collapse_space(text: str) -> str:
+    """Every run of whitespace (newlines included) made one space, nothing else changed."""
+    return " ".join(text.split())
+
+
 def flat(text: Any, limit: int | None = None) -> str:
     """Sanitized text with every run of whitespace (newlines included) made one space,
-    cut to ``limit`` characters with ``…``: for status lines, titles and table cells."""
+    cut to ``limit`` characters with ``…``: for status lines, titles and table cells.
+    (``one_line`` instead shows where the lines broke.)"""
     text, cut = _head(text, limit)
-    collapsed = " ".join(sanitize(text).split())
+    collapsed = collapse_space(sanitize(text))
     if limit is not None and (cut or len(collapsed) > limit):
         return collapsed[: max(limit - 1, 0)] + "…"
     return collapsed

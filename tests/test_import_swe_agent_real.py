@@ -40,13 +40,13 @@ def test_real_trajectory(swe_dir):
 
 
 def test_the_prompt_view_shows_the_real_system_prompt(swe_dir):
-    from agentdbg.prompt import SYSTEM_HEADER, prompt_at, source_system_prompt
+    from agentdbg.model.prompt import SYSTEM_HEADER, prompt_at, source_system_prompt
 
     path = swe_dir / "sweagenttestrepo-1c2844.traj"
     system = json.loads(path.read_text(encoding="utf-8"))["history"][0]
     assert system["role"] == "system" and len(system["content"]) == 1658
     from agentdbg.importers import convert_file
-    from agentdbg.runs import EventRun
+    from agentdbg.model.runs import EventRun
 
     run = EventRun(convert_file(path)[1].runs[0])
     assert source_system_prompt(run) == system["content"]

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from agentdbg.cli import following, render
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 
 DEFAULT_FAIL_ON = "error,repeat,budget"
@@ -33,13 +33,7 @@ class Condition:
 
 
 def _error(record: StepRecord) -> str | None:
-    if record.parse_error is not None:
-        return f"parse error: {record.parse_error}"
-    if record.error_kind is not None:
-        return f"{record.error_kind}: {record.error}"
-    if record.observation_error:
-        return f"error observation: {record.observation}"
-    return None
+    return record.error_summary
 
 
 def _parse(record: StepRecord) -> str | None:

@@ -25,8 +25,10 @@ from agentdbg.cli.terminal import make_console as make_console
 from agentdbg.cli.terminal import terminal_stream
 from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.runs import Document, Problem
-from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.model.outcome import VERDICT_STYLES as VERDICT_STYLES
+from agentdbg.model.outcome import outcome_style, run_outcome, run_verdict, verdict_style
+from agentdbg.model.runs import Document, Indexing, Problem
+from agentdbg.model.state import RunInfo, RunState, StepRecord
 from agentdbg.text import escape_json, one_line, sanitize, shorten
 
 MAX_PROBLEMS_SHOWN = 20
@@ -159,9 +161,8 @@ def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[
     step = start
     while stop is None or step <= stop:
         if step > run.step_count:
-            waiter = getattr(run, "wait_for", None)
-            if callable(waiter):
-                waiter(step)
+            if isinstance(run, Indexing):
+                run.wait_for(step)
             if step > run.step_count:
                 return
         yield run.record(step)
@@ -169,31 +170,10 @@ def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[
 
 
 def wait_for_step(run: Any, step: int) -> None:
-    waiter = getattr(run, "wait_for", None)
-    if callable(waiter):
-        waiter(step)
+    if isinstance(run, Indexing):
+        run.wait_for(step)
 
 
-def run_outcome(run: Any, state: RunState | None = None) -> str:
-    end = run.end
-    if end is not None:
-        return end.outcome
-    if state is not None and state.outcome:
-        return state.outcome
-    return "incomplete" if run.complete else "running"
-
-
-def run_verdict(run: Any, state: RunState | None = None) -> Verdict | None:
-    """The grader's verdict on the run (``run_end.verdict``), None when it has none."""
-    end = run.end
-    return Verdict.read(end.verdict if end is not None else state.verdict if state is not None else None)
-
-
-VERDICT_STYLES = {"correct": "bold green", "wrong": "bold red"}
-
-
-def verdict_style(verdict: Verdict) -> str:
-    return VERDICT_STYLES.get(verdict.word, "bold yellow")
 
 
 def verdict_dict(verdict: Verdict | None) -> dict[str, Any] | None:
@@ -474,7 +454,7 @@ def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
     end = run.end
     value = Text()
     outcome = run_outcome(run, state)
-    style = "bold green" if outcome == "answered" else "bold red" if outcome in ("incomplete", "running") else "bold yellow"
+    style = outcome_style(outcome, end is not None and end.answer is not None)
     value.append(sanitize(outcome), style=style)
     verdict = run_verdict(run, state)
     if verdict is not None:

@@ -9,7 +9,7 @@ import sys
 from rich.text import Text
 
 from agentdbg.cli import following, render
-from agentdbg.prompt import prompt_at
+from agentdbg.model.prompt import prompt_at
 from agentdbg.text import sanitize
 
 PROMPT_STEPS = 200  # a prompt that is the whole transcript: its latest steps only

@@ -25,7 +25,7 @@ from rich.text import Text
 from agentdbg.cli import render
 from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.state import RunState, Tally
+from agentdbg.model.state import RunState, Tally
 from agentdbg.text import one_line
 
 

@@ -9,8 +9,9 @@ honours ignore counts), for the step where a continue actually stops.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring, encode_basestring_ascii
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from agentdbg.debugger import quick
 from agentdbg.debugger.files import Refused, read_small_file, replace_file
 from agentdbg.debugger.filters import Filter, parse_filter
+from agentdbg.engine.events import TOOL_ERROR_KINDS
 from agentdbg.text import flat
 
 AUTO_BREAKS: dict[str, str] = {
@@ -29,7 +31,6 @@ AUTO_BREAKS: dict[str, str] = {
     "final": "the final answer (or the end of a run that ended without one)",
     "approval": "a call to a dangerous tool was approved, denied or edited",
 }
-TOOL_ERROR_KINDS = frozenset({"unknown_tool", "bad_args", "exception", "timeout"})
 BREAKPOINT_KINDS = ("step", "tool", "filter")
 SIDECAR_SUFFIX = ".breakpoints.json"
 SIDECAR_FORMAT = "agentdbg-breakpoints"
@@ -37,9 +38,8 @@ SIDECAR_VERSION = 1
 MAX_SIDECAR_BYTES = 16 * 1024 * 1024  # about 300,000 breakpoints; more is certainly not a sidecar
 REASON_WIDTH = 200  # a reason is one status line: long error texts are cut here
 
-def one_line(text: Any, width: int = REASON_WIDTH) -> str:
-    """Untrusted text made safe for a status line: no control sequences, no newlines, short."""
-    return flat(text, width)
+# Untrusted text made safe for a stop's reason (one status line): ``text.flat``, cut short.
+as_reason = functools.partial(flat, limit=REASON_WIDTH)
 
 
 @dataclass(eq=False)
@@ -75,10 +75,10 @@ class Breakpoint:
 
 def validate(kind: str, spec: Any) -> str:
     """The spec in its normal form; ValueError with a readable message when it is bad."""
-    spec = _normal_spec(kind, spec)
+    normal = _normal_spec(kind, spec)
     if kind == "filter":
-        parse_filter(spec)  # raises ValueError saying what and where
-    return spec
+        parse_filter(normal)  # raises ValueError saying what and where
+    return normal
 
 
 def _normal_spec(kind: str, spec: Any) -> str:
@@ -178,7 +178,7 @@ class BreakpointSet:
     def __len__(self) -> int:
         return len(self.breakpoints)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Breakpoint]:
         return iter(list(self.breakpoints))
 
     def __getitem__(self, index: int) -> Breakpoint:
@@ -198,27 +198,27 @@ class BreakpointSet:
         parse_error = record.parse_error
         if auto["tool_error"]:
             if record.error_kind in TOOL_ERROR_KINDS:
-                out.append("tool error: " + one_line(record.error or record.error_kind))
+                out.append("tool error: " + as_reason(record.error or record.error_kind))
             elif record.observation_error is True and parse_error is None and record.decision != "denied":
-                out.append("tool error: " + one_line(record.observation or "error observation"))
+                out.append("tool error: " + as_reason(record.observation or "error observation"))
         if auto["parse_error"] and parse_error is not None:
-            out.append("parse error: " + one_line(parse_error or "the output could not be read"))
+            out.append("parse error: " + as_reason(parse_error or "the output could not be read"))
         if auto["repeat"] and record.is_repeat:
             times = record.guards.repeats[0]
             what = record.call or record.tool or record.output.strip() or "the same output"
-            out.append(f"repeated action: {one_line(what)} ({_ordinal(times)} time)")
+            out.append(f"repeated action: {as_reason(what)} ({_ordinal(times)} time)")
         if auto["approval"] and record.approval is not None:
-            out.append("approval: " + one_line(f"{record.approval.tool} {record.approval_text()}"))
+            out.append("approval: " + as_reason(f"{record.approval.tool} {record.approval_text()}"))
         tripped = record.tripped
         if auto["guard"] and tripped is not None:
-            out.append(f"guard tripped: {one_line(tripped.guard)}: {one_line(tripped.message)}")
+            out.append(f"guard tripped: {as_reason(tripped.guard)}: {as_reason(tripped.message)}")
         if auto["final"]:
             if record.answer is not None:
-                out.append("final answer: " + one_line(record.answer))
+                out.append("final answer: " + as_reason(record.answer))
             elif record.end is not None and tripped is None:
                 end = record.end
-                detail = f": {one_line(end.message)}" if end.message else ""
-                out.append(f"run ended: {one_line(end.outcome)}{detail}")
+                detail = f": {as_reason(end.message)}" if end.message else ""
+                out.append(f"run ended: {as_reason(end.outcome)}{detail}")
         return out
 
     def matching(self, record: Any) -> list[Breakpoint]:
@@ -238,7 +238,7 @@ class BreakpointSet:
                     bps = self._tools.get(flat(tool))  # a name as shown: calc<U+200B>
                 found.extend(b for b in bps or () if b.enabled)
         for bp in self._filters:
-            if bp.enabled and bp._filter.matches(record):
+            if bp.enabled and bp._filter is not None and bp._filter.matches(record):
                 found.append(bp)
         return found
 
@@ -247,7 +247,7 @@ class BreakpointSet:
         reasons. Hit and ignore counts are neither changed nor consulted."""
         if record is None:
             return []
-        return self._safe_auto(record) + ["breakpoint: " + one_line(bp.label) for bp in self.matching(record)]
+        return self._safe_auto(record) + ["breakpoint: " + as_reason(bp.label) for bp in self.matching(record)]
 
     def register_hit(self, record: Any) -> list[str]:
         """As ``reasons``, for a step a continue reached: each matching user breakpoint
@@ -260,7 +260,7 @@ class BreakpointSet:
             if bp.ignore > 0:
                 bp.ignore -= 1
                 continue
-            out.append("breakpoint: " + one_line(bp.label))
+            out.append("breakpoint: " + as_reason(bp.label))
         return out
 
     def skip_test(self) -> Callable[[int, bytes], bool] | None:
@@ -270,7 +270,7 @@ class BreakpointSet:
         breakpoint that needs every step decoded (``~obs time.*out``, ``!~error``...)."""
         filter_tests = []
         for bp in self._filters:
-            if bp.enabled:
+            if bp.enabled and bp._filter is not None:
                 test = bp._filter.bytes_test()
                 if test is None:
                     return None
@@ -342,7 +342,8 @@ class BreakpointSet:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise ValueError(f"{at}: {name!r} should be a whole number of 0 or more")
             try:
-                bp = result.add(entry.get("kind"), entry.get("spec"))
+                kind: Any = entry.get("kind")  # checked by add
+                bp = result.add(kind, entry.get("spec"))
             except ValueError as exc:
                 raise ValueError(f"{at}: {exc}") from None
             bp.enabled, bp.ignore, bp.hits = enabled, ignore, hits

@@ -122,61 +122,6 @@ class Filter:
         return self.code
 
 
-class FError(Filter):
-    code = "~error"
-    help = "any error: a tool error, a parse error or an error observation"
-    eventful = True
-
-    def _matches(self, record):
-        return (record.error_kind is not None or record.parse_error is not None
-                or record.observation_error is True)
-
-
-class FParse(Filter):
-    code = "~parse"
-    help = "the policy's output could not be read (parse error)"
-    eventful = True
-
-    def _matches(self, record):
-        return record.parse_error is not None
-
-
-class FRepeat(Filter):
-    code = "~repeat"
-    help = "the step's action (or unreadable output) repeats an earlier one"
-    eventful = True
-
-    def _matches(self, record):
-        return record.is_repeat
-
-
-class FTripped(Filter):
-    code = "~tripped"
-    help = "a guard stopped the run in this step"
-    eventful = True
-
-    def _matches(self, record):
-        return record.tripped is not None
-
-
-class FFinal(Filter):
-    code = "~final"
-    help = "the step gives the final answer"
-    eventful = True
-
-    def _matches(self, record):
-        return record.answer is not None
-
-
-class FEnd(Filter):
-    code = "~end"
-    help = "the run ended in this step (answer, guard, script exhausted...)"
-    eventful = True
-
-    def _matches(self, record):
-        return record.end is not None
-
-
 def _judged(record: Any) -> bool | None:
     """The grader's judgement of the run, on the step where it ended (None elsewhere, and
     for a run without a verdict or with a score but no judgement)."""
@@ -185,69 +130,64 @@ def _judged(record: Any) -> bool | None:
     return verdict.get("correct") if isinstance(verdict, dict) else None
 
 
-class FWrong(Filter):
-    code = "~wrong"
-    help = "the run ends here and a grader judged it wrong (its verdict)"
-    eventful = True
+class _Flag(Filter):
+    """A filter without an argument: one test of the step record (see ``_FLAGS``)."""
 
-    def _matches(self, record):
-        return _judged(record) is False
+    @staticmethod
+    def test(record: Any) -> bool:
+        raise NotImplementedError
 
+    def _matches(self, record: Any) -> bool:
+        return bool(self.test(record))
 
-class FCorrect(Filter):
-    code = "~correct"
-    help = "the run ends here and a grader judged it correct"
-    eventful = True
-
-    def _matches(self, record):
-        return _judged(record) is True
+    def bytes_test(self) -> quick.BytesTest | None:
+        return _RAW_TESTS.get(self.code) or super().bytes_test()
 
 
-class FRaw(Filter):
-    code = "~raw"
-    help = "the step holds records an import could not map"
-    eventful = True
-
-    def _matches(self, record):
-        return len(record.raw) > 0
+def _decision(record: Any) -> str | None:
+    return record.approval.decision if record.approval is not None else None
 
 
-class FApproval(Filter):
-    code = "~approval"
-    help = "a call to a dangerous tool asked for a decision (approved, denied or edited)"
-    eventful = True
+# The flags, in a table: (code, help, test of the record, eventful: matches only a step with
+# an error, trip, answer, end...). Each becomes a class, so ``FILTERS`` maps every code alike.
+_FLAGS: tuple[tuple[str, str, Callable[[Any], bool], bool], ...] = (
+    ("~error", "any error: a tool error, a parse error or an error observation",
+     lambda record: record.is_error, True),
+    ("~parse", "the policy's output could not be read (parse error)",
+     lambda record: record.parse_error is not None, True),
+    ("~repeat", "the step's action (or unreadable output) repeats an earlier one",
+     lambda record: record.is_repeat, True),
+    ("~tripped", "a guard stopped the run in this step",
+     lambda record: record.tripped is not None, True),
+    ("~final", "the step gives the final answer", lambda record: record.answer is not None, True),
+    ("~end", "the run ended in this step (answer, guard, script exhausted...)",
+     lambda record: record.end is not None, True),
+    ("~wrong", "the run ends here and a grader judged it wrong (its verdict)",
+     lambda record: _judged(record) is False, True),
+    ("~correct", "the run ends here and a grader judged it correct",
+     lambda record: _judged(record) is True, True),
+    ("~raw", "the step holds records an import could not map", lambda record: len(record.raw) > 0, True),
+    ("~approval", "a call to a dangerous tool asked for a decision (approved, denied or edited)",
+     lambda record: record.approval is not None, True),
+    ("~denied", "a call to a dangerous tool was denied: it did not run",
+     lambda record: _decision(record) == "denied", True),
+    ("~edited", "a call to a dangerous tool ran with arguments edited before it ran",
+     lambda record: _decision(record) == "edited", True),
+    ("~replayed", "the observation is the recorded result of an operation key: the call did not run again",
+     lambda record: record.replayed is not None, False),
+)
+_RAW_TESTS: dict[str, quick.BytesTest] = {"~replayed": lambda step, data: b'"replayed":' in data}
 
-    def _matches(self, record):
-        return record.approval is not None
+
+def _flag_class(code: str, help: str, test: Callable[[Any], bool], eventful: bool) -> type[_Flag]:
+    name = "F" + code[1:].capitalize()
+    return type(name, (_Flag,), {"code": code, "help": help, "test": staticmethod(test),
+                                 "eventful": eventful, "__module__": __name__})
 
 
-class FDenied(Filter):
-    code = "~denied"
-    help = "a call to a dangerous tool was denied: it did not run"
-    eventful = True
-
-    def _matches(self, record):
-        return record.approval is not None and record.approval.decision == "denied"
-
-
-class FEdited(Filter):
-    code = "~edited"
-    help = "a call to a dangerous tool ran with arguments edited before it ran"
-    eventful = True
-
-    def _matches(self, record):
-        return record.approval is not None and record.approval.decision == "edited"
-
-
-class FReplayed(Filter):
-    code = "~replayed"
-    help = "the observation is the recorded result of an operation key: the call did not run again"
-
-    def _matches(self, record):
-        return record.replayed is not None
-
-    def bytes_test(self):
-        return lambda step, data: b'"replayed":' in data
+_FLAG_CLASSES = {row[0]: _flag_class(*row) for row in _FLAGS}
+(FError, FParse, FRepeat, FTripped, FFinal, FEnd, FWrong, FCorrect, FRaw, FApproval, FDenied,
+ FEdited, FReplayed) = _FLAG_CLASSES.values()
 
 
 class _Arg(Filter):
@@ -269,10 +209,10 @@ class _Regex(_Arg):
         super().__init__(argument)
         self.pattern = compile_regex(argument)
 
-    def _matches(self, record):
+    def _matches(self, record: Any) -> bool:
         return _search(self.pattern, getattr(record, self.field))
 
-    def bytes_test(self):
+    def bytes_test(self) -> quick.BytesTest | None:
         may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument))
         return None if may_contain is None else (lambda step, data: may_contain(data))
 
@@ -290,16 +230,16 @@ class FTool(_Arg):
         else:
             self.pattern = None
 
-    def bytes_test(self):
+    def bytes_test(self) -> quick.BytesTest | None:
         return None if self.pattern is not None else quick.may_name([self.argument])
 
-    def _matches(self, record):
+    def _matches(self, record: Any) -> bool:
         tool = record.tool
         if tool is None:
             return False
         if self.pattern is not None:
             return _search(self.pattern, tool)
-        return tool == self.argument
+        return bool(tool == self.argument)
 
 
 class FKind(_Arg):
@@ -314,8 +254,8 @@ class FKind(_Arg):
             raise ValueError(f"unknown error kind {argument!r}; known: {', '.join(ERROR_KINDS)}")
         super().__init__(argument)
 
-    def _matches(self, record):
-        return record.error_kind == self.argument
+    def _matches(self, record: Any) -> bool:
+        return bool(record.error_kind == self.argument)
 
 
 GUARD_ALIASES = {"steps": "max_steps", "step": "max_steps", "repeat": "repetition",
@@ -336,45 +276,31 @@ class FGuard(_Arg):
         super().__init__(argument)
         self.name = name
 
-    def _matches(self, record):
+    def _matches(self, record: Any) -> bool:
         return record.tripped is not None and record.tripped.guard == self.name
 
 
-class FObs(_Regex):
-    code = "~obs"
-    help = "the observation matches"
-    field = "observation"
-
-
-class FThought(_Regex):
-    code = "~thought"
-    help = "the thought matches"
-    field = "thought"
-
-
-class FAction(_Regex):
-    code = "~action"
-    help = "the action as written matches (e.g. calc[5 - 3])"
-    field = "call"
-
-
-class FArgs(_Regex):
-    code = "~args"
-    help = "the action's arguments (as text or JSON) match"
-    field = "args"
-
-
-class FAnswer(_Regex):
-    code = "~answer"
-    help = "the final answer matches"
-    field = "answer"
+# The regex filters over one field of the step: (code, help, field).
+_FIELD_REGEXES = (
+    ("~obs", "the observation matches", "observation"),
+    ("~thought", "the thought matches", "thought"),
+    ("~action", "the action as written matches (e.g. calc[5 - 3])", "call"),
+    ("~args", "the action's arguments (as text or JSON) match", "args"),
+    ("~answer", "the final answer matches", "answer"),
+)
+_FIELD_CLASSES: dict[str, type[_Regex]] = {
+    code: type("F" + code[1:].capitalize(), (_Regex,),
+               {"code": code, "help": help, "field": field, "__module__": __name__})
+    for code, help, field in _FIELD_REGEXES
+}
+FObs, FThought, FAction, FArgs, FAnswer = _FIELD_CLASSES.values()
 
 
 class FText(_Regex):
     code = "~text"
     help = "anywhere in the step's text: thought, action, output, observation, answer"
 
-    def _matches(self, record):
+    def _matches(self, record: Any) -> bool:
         return self.pattern.found(transcript_text(record)[:_SEARCH_LIMIT])
 
 
@@ -385,6 +311,7 @@ _RANGE = re.compile(r"^(\d{1,18})\.\.(\d{1,18})$")
 class _Compare(_Arg):
     arg = "CMP"
     what: ClassVar[str] = "a comparison like >10, <=5, =3 or 5..9"
+    test: Callable[[int], bool]
 
     def __init__(self, argument: str):
         super().__init__(argument)
@@ -407,7 +334,7 @@ class _Compare(_Arg):
     def value(self, record: Any) -> Any:
         raise NotImplementedError
 
-    def _matches(self, record):
+    def _matches(self, record: Any) -> bool:
         value = self.value(record)
         return isinstance(value, int) and not isinstance(value, bool) and self.test(value)
 
@@ -416,10 +343,10 @@ class FStep(_Compare):
     code = "~step"
     help = "the step number compares: >10, <5, >=3, <=3, =7 (or 7), 5..9"
 
-    def value(self, record):
+    def value(self, record: Any) -> Any:
         return record.step
 
-    def bytes_test(self):
+    def bytes_test(self) -> quick.BytesTest | None:
         test = self.test
         return lambda step, data: test(step)
 
@@ -428,7 +355,7 @@ class FTokens(_Compare):
     code = "~tokens"
     help = "this step's token cost compares (as ~step)"
 
-    def value(self, record):
+    def value(self, record: Any) -> Any:
         return record.guards.step_tokens if record.guards is not None else None
 
 
@@ -436,7 +363,7 @@ class FTotal(_Compare):
     code = "~total"
     help = "the run's token total after this step compares (as ~step)"
 
-    def value(self, record):
+    def value(self, record: Any) -> Any:
         return record.guards.tokens[0] if record.guards is not None else None
 
 
@@ -453,7 +380,7 @@ class Not(Filter):
     def __init__(self, inner: Filter):
         self.inner = inner
 
-    def predicate(self):
+    def predicate(self) -> Callable[[Any], bool]:
         inner = self.inner.predicate()
         return lambda record: not inner(record)
 
@@ -465,10 +392,10 @@ class And(Filter):
     def __init__(self, parts: list[Filter]):
         self.parts = parts
 
-    def predicate(self):
+    def predicate(self) -> Callable[[Any], bool]:
         return functools.reduce(_both, [part.predicate() for part in self.parts])
 
-    def bytes_test(self):
+    def bytes_test(self) -> quick.BytesTest | None:
         tests = [t for t in (part.bytes_test() for part in self.parts) if t is not None]
         if not tests:
             return None
@@ -482,12 +409,12 @@ class Or(Filter):
     def __init__(self, parts: list[Filter]):
         self.parts = parts
 
-    def predicate(self):
+    def predicate(self) -> Callable[[Any], bool]:
         return functools.reduce(_either, [part.predicate() for part in self.parts])
 
-    def bytes_test(self):
-        tests = [part.bytes_test() for part in self.parts]
-        if any(test is None for test in tests):
+    def bytes_test(self) -> quick.BytesTest | None:
+        tests = [test for test in (part.bytes_test() for part in self.parts) if test is not None]
+        if len(tests) < len(self.parts):
             return None
         return lambda step, data: any(test(step, data) for test in tests)
 
@@ -495,11 +422,11 @@ class Or(Filter):
         return " | ".join(_group(p) for p in self.parts)
 
 
-def _both(a: Callable, b: Callable) -> Callable[[Any], bool]:
+def _both(a: Callable[[Any], bool], b: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda record: a(record) and b(record)
 
 
-def _either(a: Callable, b: Callable) -> Callable[[Any], bool]:
+def _either(a: Callable[[Any], bool], b: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda record: a(record) or b(record)
 
 
@@ -526,6 +453,7 @@ FILTER_HELP: list[tuple[str, str]] = [
 # --- the parser -----------------------------------------------------------------------
 
 _OPERATORS = "()!&|"
+_CODE = re.compile(r"~[A-Za-z_]*")
 _WORD_STOP = "()&|\"'"
 
 
@@ -635,15 +563,15 @@ class _Parser:
 
     def parse_code(self) -> Filter:
         start = self.pos
-        match = re.compile(r"~[A-Za-z_]*").match(self.text, self.pos)
-        code = match.group(0)
-        self.pos = match.end()
+        match = _CODE.match(self.text, self.pos)
+        code = match.group(0) if match else "~"
+        self.pos = match.end() if match else self.pos + 1
         if code == "~":
             raise self.error(f"~ at {self.column(start)} needs a filter name, e.g. ~error; known: {_known()}")
         cls = FILTERS.get(code)
         if cls is None:
             raise self.error(f"{code}: unknown filter at {self.column(start)}; known: {_known()}")
-        if not cls.arg:
+        if not issubclass(cls, _Arg):
             return cls()
         self.skip_space()
         arg_start = self.pos

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import Stop
+from agentdbg.model.runs import RawSteps
 
 SCAN_LIMIT = 5000  # steps looked at per call (a burst is taken in slices: the screen stays live)
 
@@ -46,11 +47,11 @@ class LiveWatch:
                 self._seen = {last: record}
                 found += self._look(last, record)
         count = min(run.step_count, self.scanned + limit)
-        step_bytes = getattr(run, "step_bytes", None)
-        cannot_stop = self.breakpoints.skip_test() if callable(step_bytes) else None
+        step_bytes = run.step_bytes if isinstance(run, RawSteps) else None
+        cannot_stop = self.breakpoints.skip_test() if step_bytes is not None else None
         for step in range(self.scanned + 1, count + 1):
             self.scanned = step
-            if cannot_stop is not None and step < count:
+            if step_bytes is not None and cannot_stop is not None and step < count:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     continue
@@ -85,4 +86,4 @@ class LiveWatch:
     @property
     def behind(self) -> bool:
         """Steps have arrived that have not been looked at yet."""
-        return self.scanned < self.run.step_count
+        return self.scanned < int(self.run.step_count)

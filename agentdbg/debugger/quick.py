@@ -14,11 +14,14 @@ import json
 import re
 from collections.abc import Callable
 
+from agentdbg.trace.format import line_prefix
+
 # Events that never stop a continue by themselves; observations and guard counters are
 # looked into (an error observation, a repeat counter of 2 or more).
-QUIET_LINES = (b'{"type":"step",', b'{"type":"thought",', b'{"type":"action",', b'{"type":"observation",',
-               b'{"type":"guards",', b'{"type":"memory_recall",', b'{"type":"memory_update",',
-               b'{"type":"checkpoint",', b'{"type":"operation",')
+QUIET_LINES = tuple(line_prefix(kind) for kind in (
+    "step", "thought", "action", "observation", "guards", "memory_recall", "memory_update", "checkpoint",
+    "operation"))
+_OBSERVATION, _GUARDS = line_prefix("observation"), line_prefix("guards")
 _NO_REPEAT = (b"0,", b"1,", b"0]", b"1]")  # the repeat counter's first digits: below 2
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_]+")
 
@@ -34,9 +37,9 @@ def is_quiet(data: bytes) -> bool:
         # A second "type" key could turn a quiet-looking line into another event.
         if not line.startswith(QUIET_LINES) or line.find(b'"type"', 9) != -1:
             return False
-        if line.startswith(b'{"type":"observation",') and b'"error"' in line:
+        if line.startswith(_OBSERVATION) and b'"error"' in line:
             return False
-        if line.startswith(b'{"type":"guards",'):
+        if line.startswith(_GUARDS):
             at = line.find(b'"repeats":[')
             if at != -1 and line[at + 11:at + 13] not in _NO_REPEAT:
                 return False

@@ -34,7 +34,7 @@ from agentdbg.engine.guards import (
 )
 from agentdbg.engine.parsers import Action
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 
 STOPS = ("good_stop", "false_stop", "ungraded_stop")  # the effects that change a run
 EFFECTS = STOPS + ("same_stop", "runs_on", "let_through")
@@ -60,7 +60,7 @@ class GuardSettings:
         self.guard_set()  # the engine's guards say what they accept
 
     @classmethod
-    def of_run(cls, guards: dict | None) -> GuardSettings:
+    def of_run(cls, guards: dict[str, Any] | None) -> GuardSettings:
         """The settings a run was recorded with (``run_start.guards``); what cannot be read
         is left off."""
         guards = guards if isinstance(guards, dict) else {}
@@ -277,9 +277,9 @@ def rescore_records(records: Iterable[StepRecord], settings: Sequence[GuardSetti
     results = []
     for fold in folds:
         effect = _effect(fold, steps, last, end, verdict)
-        changed = effect in STOPS
+        changed = effect in STOPS and fold.stop is not None
         results.append(Rescore(fold.settings, steps, used, verdict, fold.stop, effect,
-                               steps - fold.stop.step if changed else 0,
+                               steps - fold.stop.step if changed and fold.stop is not None else 0,
                                used - fold.tokens_at_stop if changed else 0))
     return results
 
@@ -305,9 +305,9 @@ class Totals:
     """Sums over many runs under one set of guards, kept as they come (bounded memory)."""
 
     runs: int = 0
-    effects: dict = field(default_factory=lambda: dict.fromkeys(EFFECTS, 0))
-    judged: dict = field(default_factory=lambda: dict.fromkeys(("correct", "wrong", "failed", "ungraded"), 0))
-    stopped_by: dict = field(default_factory=dict)  # guard -> runs it stopped (changed runs)
+    effects: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(EFFECTS, 0))
+    judged: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(("correct", "wrong", "failed", "ungraded"), 0))
+    stopped_by: dict[str, Any] = field(default_factory=dict)  # guard -> runs it stopped (changed runs)
     steps: int = 0
     steps_saved: int = 0
     tokens: int = 0

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentdbg.debugger.filters import Filter
+from agentdbg.model.runs import RawSteps
 
 CANCEL_EVERY = 256  # steps between looks at the cancel flag
 
@@ -22,12 +23,12 @@ def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) ->
     """Does a step of ``run`` (of those known now) match? None when ``cancel`` is set."""
     match = flt.predicate()
     cannot_match = flt.bytes_test()
-    step_bytes = getattr(run, "step_bytes", None) if cannot_match is not None else None
+    step_bytes = run.step_bytes if cannot_match is not None and isinstance(run, RawSteps) else None
     for step in range(1, run.step_count + 1):
         if step % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
             return None
         try:
-            if callable(step_bytes):
+            if step_bytes is not None and cannot_match is not None:
                 data = step_bytes(step)
                 if data is not None and not cannot_match(step, data):
                     continue

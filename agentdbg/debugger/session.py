@@ -24,16 +24,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from agentdbg import regex
 from agentdbg.debugger import quick
-from agentdbg.debugger.breakpoints import BreakpointSet, one_line
+from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
-from agentdbg.runs import RunView
-from agentdbg.state import RunState, StepRecord
+from agentdbg.model.runs import Advancing, RawSteps, RunView
+from agentdbg.model.state import RunState, StepRecord
 
 END_OF_RUN = "end of run"
 START_OF_RUN = "start of run"
@@ -80,7 +79,7 @@ class DebugSession:
     @property
     def is_live(self) -> bool:
         """The engine runs this run on demand (a plan)."""
-        return callable(getattr(self.run, "advance", None))
+        return isinstance(self.run, Advancing)
 
     def record(self) -> StepRecord | None:
         """The step at the cursor (None before the first step exists)."""
@@ -109,7 +108,8 @@ class DebugSession:
         if not self.is_live or self.run.complete:
             return False
         before = self.run.step_count
-        self.run.advance()
+        if isinstance(self.run, Advancing):
+            self.run.advance()
         return self.run.step_count > before
 
     def _reach(self, step: int) -> None:
@@ -151,10 +151,9 @@ class DebugSession:
     def _skipping(self) -> tuple[Callable[[int], bytes | None] | None, Callable[[int, bytes], bool] | None]:
         """For a file-backed run that can hand out a step's raw lines (``step_bytes``), the
         breakpoints' byte test: steps that cannot stop are passed without being decoded."""
-        step_bytes = getattr(self.run, "step_bytes", None)
-        if not callable(step_bytes):
+        if not isinstance(self.run, RawSteps):
             return None, None
-        return step_bytes, self.breakpoints.skip_test()
+        return self.run.step_bytes, self.breakpoints.skip_test()
 
     def continue_forward(self, cancel: threading.Event | None = None,
                          progress: Callable[[int], None] | None = None) -> Stop | None:
@@ -176,7 +175,7 @@ class DebugSession:
                     progress(step)
             if step > run.step_count and not self._advance_live():
                 break
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     step += 1
@@ -207,7 +206,7 @@ class DebugSession:
                     return None
                 if progress is not None and step % PROGRESS_EVERY == 0:
                     progress(step)
-            if cannot_stop is not None:
+            if step_bytes is not None and cannot_stop is not None:
                 data = step_bytes(step)
                 if data is not None and cannot_stop(step, data):
                     continue
@@ -234,15 +233,15 @@ class DebugSession:
         if pattern is None:
             return None
         # Over a trace file, a plain word is looked for in the raw lines first.
-        step_bytes = getattr(self.run, "step_bytes", None)
+        step_bytes = self.run.step_bytes if isinstance(self.run, RawSteps) else None
         may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                       if callable(step_bytes) else None)
+                       if step_bytes is not None else None)
         count = self.run.step_count
         if count == 0:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
         if forward:
-            order: Any = range(origin + 1, count + 1)
+            order: Iterable[int] = range(origin + 1, count + 1)
             if wrap:
                 order = _chain(order, range(1, min(origin, count) + 1))
         else:
@@ -255,7 +254,7 @@ class DebugSession:
                     return None
                 if progress is not None and done % PROGRESS_EVERY == 0:
                     progress(step)
-            if may_contain is not None:
+            if step_bytes is not None and may_contain is not None:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     continue
@@ -266,7 +265,7 @@ class DebugSession:
     def describe(self) -> str:
         """A short position line: "step 3 of 5" (and "so far" while more may come)."""
         more = "" if self.run.complete else " so far"
-        return one_line(f"step {self.cursor} of {self.run.step_count}{more}")
+        return as_reason(f"step {self.cursor} of {self.run.step_count}{more}")
 
 
 def search_pattern(text: str) -> regex.Pattern | None:
@@ -289,6 +288,6 @@ def literal_reason(text: str) -> str | None:
     return None
 
 
-def _chain(*ranges: range):
+def _chain(*ranges: Iterable[int]) -> Iterator[int]:
     for r in ranges:
         yield from r

@@ -71,7 +71,7 @@ class Memory(Protocol):
     """What the loop needs from a memory: a prompt for the policy, and a turn to remember.
     Both return the memory events they caused, so the tiers can be rebuilt from events."""
 
-    def settings(self) -> dict: ...
+    def settings(self) -> dict[str, Any]: ...
 
     def reset(self) -> None: ...
 
@@ -92,7 +92,7 @@ class StepResult:
     observation: str | None = None
     error: ToolError | None = None
     decision: Decision | None = None  # a dangerous tool's approval
-    replayed: dict | None = None  # the observation is an operation's recorded result
+    replayed: dict[str, Any] | None = None  # the observation is an operation's recorded result
     trip: Trip | None = None
     outcome: Outcome | None = None  # set when the run ended in this step
 
@@ -301,7 +301,10 @@ class AgentRun:
             return result
         result = StepResult(step=number)
         self.steps.append(result)
-        emit = lambda event: self._emit(event, result)  # noqa: E731
+
+        def emit(event: ev.Event) -> None:
+            self._emit(event, result)
+
         emit(ev.StepStart(step=number))
 
         if agent.memory is not None:

@@ -35,7 +35,7 @@ class ApprovalRequest:
     thought: str = ""
     description: str = ""
     params: Mapping[str, str] = field(default_factory=dict)  # name -> type name
-    optional: frozenset = frozenset()
+    optional: frozenset[str] = frozenset()
     key: str = ""  # the call's operation key, for a tool with one
 
     @classmethod
@@ -118,7 +118,8 @@ def never(by: str = "--approve never", reason: str = "no call to a dangerous too
 def approver_from(value: Any, by: str = "") -> Approver | None:
     """``"always"``, ``"never"``, a callable, or None (nobody to ask)."""
     if value is None or callable(value):
-        return value
+        approver: Approver | None = value
+        return approver
     if value == "always":
         return always(by or 'approve="always"')
     if value == "never":

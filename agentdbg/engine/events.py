@@ -10,6 +10,7 @@ Every event has a ``type`` and the ``step`` it belongs to: 0 for the run's heade
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -42,10 +43,12 @@ def _jsonable_without_recursion(value: Any) -> Any:
         if item is None or isinstance(item, (bool, int, float, str)):
             container[key] = item
         elif isinstance(item, dict):
-            container[key] = out = {str(k): None for k in item}
+            out: dict[str, Any] | list[Any] = {str(k): None for k in item}
+            container[key] = out
             pending.extend((v, out, str(k)) for k, v in reversed(item.items()))  # in order: the last key wins
         elif isinstance(item, (list, tuple)):
-            container[key] = out = [None] * len(item)
+            out = [None] * len(item)
+            container[key] = out
             pending.extend((v, out, index) for index, v in enumerate(item))
         else:
             container[key] = repr(item)
@@ -71,9 +74,9 @@ class Event:
 
 def _is_default(f: Any, value: Any) -> bool:
     if f.default is not MISSING:
-        return value == f.default
+        return bool(value == f.default)
     if f.default_factory is not MISSING:
-        return value == f.default_factory()
+        return bool(value == f.default_factory())
     return False
 
 
@@ -83,9 +86,9 @@ class RunStart(Event):
 
     type: ClassVar[str] = "run_start"
     task: str
-    tools: list[dict] = field(default_factory=list)
-    guards: dict = field(default_factory=dict)
-    memory: dict | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    guards: dict[str, Any] = field(default_factory=dict)
+    memory: dict[str, Any] | None = None
     policy: str = ""
     name: str = ""
     source: str = ""
@@ -112,7 +115,7 @@ class ActionTaken(Event):
 
     type: ClassVar[str] = "action"
     tool: str
-    args: dict | str
+    args: dict[str, Any] | str
     call: str = ""
     id: str = ""
 
@@ -137,7 +140,9 @@ class StepError(Event):
     tool: str = ""
 
 
-ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout", "policy", "memory", "tokens")
+# The kinds of a step error; the first four are a tool's own failure (the call was made).
+TOOL_ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout")
+ERROR_KINDS = (*TOOL_ERROR_KINDS, "policy", "memory", "tokens")
 
 
 @dataclass(frozen=True)
@@ -151,7 +156,7 @@ class Approval(Event):
     decision: str
     by: str = ""
     reason: str = ""
-    args: dict | None = None
+    args: dict[str, Any] | None = None
 
 
 DECISIONS = ("approved", "denied", "edited")
@@ -179,7 +184,7 @@ class Observation(Event):
     error: bool = False
     id: str = ""
     key: str = ""
-    replayed: dict | None = None
+    replayed: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -194,10 +199,10 @@ class GuardCounters(Event):
     when that guard is off. ``step_tokens`` is what this step cost."""
 
     type: ClassVar[str] = "guards"
-    steps: list = field(default_factory=lambda: [0, None])
-    repeats: list = field(default_factory=lambda: [0, None])
-    errors: list = field(default_factory=lambda: [0, None])
-    tokens: list = field(default_factory=lambda: [0, None])
+    steps: list[Any] = field(default_factory=lambda: [0, None])
+    repeats: list[Any] = field(default_factory=lambda: [0, None])
+    errors: list[Any] = field(default_factory=lambda: [0, None])
+    tokens: list[Any] = field(default_factory=lambda: [0, None])
     step_tokens: int = 0
 
 
@@ -219,7 +224,7 @@ class MemoryRecall(Event):
 
     type: ClassVar[str] = "memory_recall"
     query: str
-    results: list = field(default_factory=list)  # [{"text": str, "score": float}]
+    results: list[Any] = field(default_factory=list)  # [{"text": str, "score": float}]
 
 
 @dataclass(frozen=True)
@@ -227,10 +232,10 @@ class MemoryUpdate(Event):
     """How the memory tiers changed after a step."""
 
     type: ClassVar[str] = "memory_update"
-    added: list = field(default_factory=list)  # turns appended to the recent buffer
-    evicted: list = field(default_factory=list)  # turns pushed out of it, oldest first
+    added: list[Any] = field(default_factory=list)  # turns appended to the recent buffer
+    evicted: list[Any] = field(default_factory=list)  # turns pushed out of it, oldest first
     summary: str | None = None  # the new rolling summary, when it changed
-    stored: list = field(default_factory=list)  # texts added to semantic memory
+    stored: list[Any] = field(default_factory=list)  # texts added to semantic memory
 
 
 @dataclass(frozen=True)
@@ -243,7 +248,7 @@ class RunEnd(Event):
     message: str = ""
     # A grader's judgement of the run, where the source recorded one (see docs/events.md):
     # {"correct": bool or null, "score": number or null, "expected": text or null, "grader": text}
-    verdict: dict | None = None
+    verdict: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -251,7 +256,7 @@ class Checkpoint(Event):
     """Full derived state after ``step``, so a reader can start there instead of at 0."""
 
     type: ClassVar[str] = "checkpoint"
-    state: dict = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -311,7 +316,7 @@ _JSON_TYPES = {"int": int, "str": str, "bool": bool, "list": list, "dict": dict}
 @dataclass(frozen=True)
 class _FieldSpec:
     name: str
-    types: tuple  # allowed JSON types; empty = anything
+    types: tuple[Any, ...]  # allowed JSON types; empty = anything
     nullable: bool
     required: bool
 
@@ -346,17 +351,17 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _check_counter(value: list) -> str | None:
+def _check_counter(value: list[Any]) -> str | None:
     if len(value) != 2 or not _is_count(value[0]) or not (value[1] is None or _is_count(value[1])):
         return "should be [count, limit or null]"
     return None
 
 
-def _check_texts(value: list) -> str | None:
+def _check_texts(value: list[Any]) -> str | None:
     return None if all(isinstance(item, str) for item in value) else "should be a list of strings"
 
 
-def _check_results(value: list) -> str | None:
+def _check_results(value: list[Any]) -> str | None:
     for item in value:
         if not (isinstance(item, dict) and isinstance(item.get("text"), str)
                 and isinstance(item.get("score"), (int, float)) and not isinstance(item.get("score"), bool)):
@@ -364,7 +369,7 @@ def _check_results(value: list) -> str | None:
     return None
 
 
-def _check_tools(value: list) -> str | None:
+def _check_tools(value: list[Any]) -> str | None:
     for item in value:
         if not (isinstance(item, dict) and isinstance(item.get("name"), str)):
             return 'should be a list of tool specs with a "name"'
@@ -373,7 +378,7 @@ def _check_tools(value: list) -> str | None:
     return None
 
 
-def _check_verdict(value: dict) -> str | None:
+def _check_verdict(value: dict[str, Any]) -> str | None:
     correct, score, expected = value.get("correct"), value.get("score"), value.get("expected")
     if not (correct is None or isinstance(correct, bool)):
         return '"correct" should be true, false or null'
@@ -401,7 +406,7 @@ def _check_decision(value: str) -> str | None:
     return None if value in DECISIONS else f"should be one of {', '.join(DECISIONS)}"
 
 
-def _check_replayed(value: dict) -> str | None:
+def _check_replayed(value: dict[str, Any]) -> str | None:
     for name in ("step", "run"):
         if name in value and not (_is_count(value[name])):
             return f'"{name}" should be a whole number'
@@ -410,7 +415,7 @@ def _check_replayed(value: dict) -> str | None:
 
 # Shapes inside fields that the derived state relies on: checked here, so a damaged
 # event is refused at the door instead of breaking a view later.
-_NESTED = {
+_NESTED: dict[tuple[type[Event], str], Callable[[Any], str | None]] = {
     (GuardCounters, "steps"): _check_counter,
     (GuardCounters, "repeats"): _check_counter,
     (GuardCounters, "errors"): _check_counter,

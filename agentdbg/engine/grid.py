@@ -73,7 +73,8 @@ class Grid:
         width = len(rows[0])
         if len(rows) > MAX_SIDE or width > MAX_SIDE:  # said before reading a huge grid cell by cell
             raise GridError(f"a grid is 1 to {MAX_SIDE} cells a side, got {len(rows)}x{width}")
-        walls, marks = set(), {START: [], GOAL: []}
+        walls: set[tuple[int, int]] = set()
+        marks: dict[str, list[tuple[int, int]]] = {START: [], GOAL: []}
         for r, row in enumerate(rows):
             if len(row) != width:
                 raise GridError(f"row {r + 1} has {len(row)} cells, row 1 has {width}: rows must be the same length")
@@ -121,8 +122,8 @@ class Grid:
             p = queue.popleft()
             if p == self.goal:
                 path = [p]
-                while parent[path[-1]] is not None:
-                    path.append(parent[path[-1]])
+                while (previous := parent[path[-1]]) is not None:
+                    path.append(previous)
                 return path[::-1]
             for _, q in self.neighbours(p):
                 if q not in parent:
@@ -305,7 +306,7 @@ class Status:
         return self.position == self.goal
 
 
-def _status(match: re.Match) -> Status:
+def _status(match: re.Match[str]) -> Status:
     r, c = int(match.group(1)), int(match.group(2))
     free = tuple((name, (r + DIRECTIONS[name][0], c + DIRECTIONS[name][1]))
                  for name in dict.fromkeys(_FREE_CELL.findall(match.group(5))))
@@ -350,7 +351,7 @@ def read_map(text: str, status: Status) -> Grid | None:
     if not lines or not lines[0].strip():
         return None
     width = len(lines[0].split())
-    rows = []
+    rows: list[str] = []
     for line in lines[1:]:
         parts = line.split()
         if len(parts) != width + 1 or not parts[0].isdigit() or int(parts[0]) != len(rows):

@@ -54,7 +54,8 @@ class GridPolicy(Policy):
                              "a grid agent walks a [grid] world")
         if status.arrived:
             return f"Thought: I am on the goal.\nFinal Answer: reached the goal {_cell(status.goal)} in {_moves(status.moves)}"
-        return getattr(self, f"_{self.agent}")(prompt, status)
+        reply: str = getattr(self, f"_{self.agent}")(prompt, status)
+        return reply
 
     def _reactive(self, prompt: str, status: Status) -> str:
         free = _in_move_order(status.free)
@@ -71,7 +72,7 @@ class GridPolicy(Policy):
         fresh = sorted((item for item in _in_move_order(status.free) if item[1] not in seen),
                        key=lambda item: _distance(item[1], status.goal))
         if fresh:
-            name = fresh[0][0]
+            name: str | None = fresh[0][0]
             listed = ", ".join(f"{n} {_cell(q)} {_distance(q, status.goal)} to go" for n, q in fresh)
             return (f"Thought: Around me, not visited yet: {listed}. I have been on {_count(len(seen), 'cell')}. "
                     f"I take the closest to the goal: {name}.\nAction: move[{name} from {here}]")

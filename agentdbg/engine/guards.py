@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentdbg.engine import events as ev
 
@@ -48,7 +49,7 @@ class RepetitionGuard:
     active: bool = True
     name: str = "repetition"
     count: int = field(default=0, repr=False)
-    _seen: dict = field(default_factory=dict, repr=False)
+    _seen: dict[str, Any] = field(default_factory=dict, repr=False)
     _last: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -62,11 +63,11 @@ class RepetitionGuard:
     def reset(self) -> None:
         self._seen, self._last, self.count = {}, None, 0
 
-    def settings(self) -> dict | None:
+    def settings(self) -> dict[str, Any] | None:
         return {"mode": self.mode, "threshold": self.threshold} if self.active else None
 
     @property
-    def counter(self) -> list:
+    def counter(self) -> list[Any]:
         return [self.count, self.threshold if self.active else None]
 
     def no_action(self) -> None:
@@ -81,7 +82,7 @@ class RepetitionGuard:
         else:
             self.count = self.count + 1 if signature == self._last else 1
             self._last = signature
-        if self.active and self.count >= self.threshold:
+        if self.active and self.threshold is not None and self.count >= self.threshold:
             how = "again" if self.mode == "any" else f"{self.count} times in a row"
             return Trip(self.name, "action repeated", f"action repeated {how}: {shown}")
         return None
@@ -103,7 +104,7 @@ class ErrorBudget:
         self.streak = 0
 
     @property
-    def counter(self) -> list:
+    def counter(self) -> list[Any]:
         return [self.streak, self.limit]
 
     def observe(self, is_error: bool) -> Trip | None:
@@ -131,7 +132,7 @@ class TokenBudget:
         self.used = 0
 
     @property
-    def counter(self) -> list:
+    def counter(self) -> list[Any]:
         return [self.used, self.limit]
 
     def spend(self, tokens: int) -> Trip | None:
@@ -203,7 +204,7 @@ class GuardSet:
         for guard in (self.repetition, self.errors, self.tokens):
             guard.reset()
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, Any]:
         """The guard settings a ``run_start`` event carries (the token estimator aside)."""
         return {
             "max_steps": self.step_budget.max_steps,

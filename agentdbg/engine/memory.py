@@ -11,7 +11,7 @@ Three tiers, combined by ``TieredMemory.context()`` into the prompt the policy s
 Every change is an event: ``memory_recall`` for what recall brought back before the policy
 was asked, ``memory_update`` for the turn added, the turns evicted (oldest first), the new
 summary and the texts stored. The state of every tier at step N is therefore a function of
-the run's events up to step N (``agentdbg.state.MemoryState`` replays it).
+the run's events up to step N (``agentdbg.model.state.MemoryState`` replays it).
 ``docs/memory.md`` describes the tiers, the defaults and how to plug real models in.
 """
 
@@ -36,10 +36,10 @@ from agentdbg.engine.memory_embedding import (
 from agentdbg.engine.memory_summary import (
     ExtractiveSummarizer,
     Summarizer,
-    one_line,
     summarize_memory,
     summarizer_name,
 )
+from agentdbg.text import collapse_space
 
 RECALL_QUERIES = ("last_turn", "task", "task_and_last_turn")
 SCORE_DIGITS = 4  # recall scores are written rounded, so events stay short and stable
@@ -120,7 +120,7 @@ class SemanticMemory:
 
     def __init__(self) -> None:
         self._texts: list[str] = []
-        self._vectors: list[array] = []  # unit vectors, 8 bytes a dimension
+        self._vectors: list[array[float]] = []  # unit vectors, 8 bytes a dimension
         self.dim: int | None = None
 
     def add(self, text: str, embedding: Sequence[float]) -> None:
@@ -207,14 +207,14 @@ class TieredMemory:
         self.recall_query = recall_query
         self.semantic: SemanticMemory | None = SemanticMemory() if recall_k > 0 else None
         self.summary = ""
-        self.recalled: list[dict] = []  # what the latest build_context recalled, as emitted
+        self.recalled: list[dict[str, Any]] = []  # what the latest build_context recalled, as emitted
         self.query: str | None = None  # what it searched with (None: no recall ran)
 
     # --- the Memory protocol the loop calls -----------------------------------------------
 
-    def settings(self) -> dict:
+    def settings(self) -> dict[str, Any]:
         """The run header's ``memory`` object."""
-        summary = None
+        summary: dict[str, Any] | None = None
         if self.summarizer is not None:
             summary = {"summarizer": summarizer_name(self.summarizer)}
             max_chars = getattr(self.summarizer, "max_chars", None)
@@ -223,12 +223,17 @@ class TieredMemory:
         semantic = None
         if self.semantic is not None:
             semantic = {
-                "embedder": embedder_name(self.embedder),
+                "embedder": embedder_name(self.embedder) if self.embedder is not None else None,
                 "k": self.recall_k,
                 "min_score": self.min_score,
                 "query": self.recall_query,
             }
         return {"kind": "tiered", "max_turns": self.buffer.max_turns, "summary": summary, "semantic": semantic}
+
+    def _embed(self, text: str) -> Sequence[float]:
+        if self.embedder is None:  # not so: semantic memory always comes with an embedder
+            raise ValueError("semantic memory without an embedder")
+        return self.embedder(text)
 
     def reset(self) -> None:
         self.buffer.clear()
@@ -244,7 +249,7 @@ class TieredMemory:
         found: list[ev.Event] = []
         if self.semantic is not None and len(self.semantic) > 0:
             self.query = self._query_text(task_line)
-            results = self.semantic.recall(self.embedder(self.query), self.recall_k)
+            results = self.semantic.recall(self._embed(self.query), self.recall_k)
             self.recalled = [
                 {"text": r.text, "score": round(r.score, SCORE_DIGITS)} for r in results if r.score > self.min_score
             ]
@@ -262,7 +267,7 @@ class TieredMemory:
                 self.summary = new_summary = folded
         if evicted and self.semantic is not None:
             for text in evicted:
-                self.semantic.add(text, self.embedder(text))
+                self.semantic.add(text, self._embed(text))
                 stored.append(text)
         return [ev.MemoryUpdate(step=step, added=[turn], evicted=evicted, summary=new_summary, stored=stored)]
 
@@ -296,7 +301,7 @@ class TieredMemory:
         return f"TieredMemory({self.settings()!r})"
 
 
-def render_context(task_line: str, summary: str, recalled: Sequence[dict], recent: Sequence[str]) -> str:
+def render_context(task_line: str, summary: str, recalled: Sequence[dict[str, Any]], recent: Sequence[str]) -> str:
     """The prompt a tiered memory shows its policy, from the tiers alone: so the debugger
     can rebuild it from events (the tiers before a step, and that step's recall)."""
     parts = [task_line] if task_line else []
@@ -304,7 +309,7 @@ def render_context(task_line: str, summary: str, recalled: Sequence[dict], recen
         parts += [SUMMARY_HEADER, summary]
     if recalled:
         parts.append(RECALL_HEADER)
-        parts += [f"- {one_line(r['text'])}" for r in recalled]
+        parts += [f"- {collapse_space(r['text'])}" for r in recalled]
     if recent and (summary or recalled):
         parts.append(RECENT_HEADER)
     parts += recent

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from agentdbg.text import collapse_space  # not sanitized: a summary is data, cleaned when shown
+
 Summarizer = Callable[[str, Sequence[str]], str]
 
 _ACTION = re.compile(r"^[ \t]*Action(?:[ \t]+\d+)?[ \t]*:[ \t]*(.*)$", re.M)
@@ -21,9 +23,7 @@ _THOUGHT = re.compile(r"^[ \t]*Thought(?:[ \t]+\d+)?[ \t]*:[ \t]*(.*)$", re.M)
 ELLIPSIS = "..."
 
 
-def one_line(text: str) -> str:
-    """Collapse all whitespace (newlines included) to single spaces."""
-    return " ".join(text.split())
+
 
 
 def shorten(text: str, limit: int) -> str:
@@ -51,17 +51,17 @@ def turn_gist(turn: str) -> str:
     observation = ""
     found = list(_OBSERVATION.finditer(turn))
     if found:
-        observation = one_line(turn[found[-1].end():])
+        observation = collapse_space(turn[found[-1].end():])
         turn = turn[: found[-1].start()]
     action = _ACTION.search(turn)
     if action:
-        head = one_line(action.group(1))
+        head = collapse_space(action.group(1))
         given = _ACTION_INPUT.search(turn, action.end())
         if given:
-            head += " " + one_line(given.group(1))
+            head += " " + collapse_space(given.group(1))
     else:
         thought = _THOUGHT.search(turn)
-        head = one_line(thought.group(1) if thought else turn)
+        head = collapse_space(thought.group(1) if thought else turn)
     return f"{head} -> {observation}" if observation else head
 
 
@@ -105,7 +105,7 @@ class TruncatingSummarizer:
         self.name = "truncate"
 
     def __call__(self, previous: str, turns: Sequence[str]) -> str:
-        text = "\n".join(([previous] if previous else []) + [one_line(turn) for turn in turns])
+        text = "\n".join(([previous] if previous else []) + [collapse_space(turn) for turn in turns])
         if len(text) <= self.max_chars:
             return text
         if self.max_chars <= len(ELLIPSIS):

@@ -6,13 +6,13 @@ import ast
 import operator
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentdbg.engine.tools import Tool
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 MAX_EXPRESSION = 1000  # characters; a longer expression is refused before parsing
 
 
@@ -29,12 +29,15 @@ def safe_eval(expression: str) -> int | float:
         raise ValueError(f"not an arithmetic expression: {exc.msg}") from None
 
     def walk(node: ast.AST) -> int | float:
-        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float) \
+                and type(node.value) is not bool:
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            return _BINARY[type(node.op)](walk(node.left), walk(node.right))
+            result: int | float = _BINARY[type(node.op)](walk(node.left), walk(node.right))
+            return result
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-            return _UNARY[type(node.op)](walk(node.operand))
+            value: int | float = _UNARY[type(node.op)](walk(node.operand))
+            return value
         raise ValueError(f"expression not allowed: {type(node).__name__}")
 
     return walk(tree.body)
@@ -133,5 +136,5 @@ def pretend(name: str, params: Mapping[str, str], reply: str, description: str =
         return _PLACEHOLDER.sub(lambda m: str(kw.get(m.group(1), "")), reply)
 
     tool = Tool(name, description or "Pretends to act; changes nothing.", dict(params), act)
-    tool.calls = calls  # type: ignore[attr-defined]
+    tool.calls = calls
     return tool

@@ -70,18 +70,19 @@ def check_env_name(name: str) -> str:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """A redirect is not followed: it could carry the key to another host."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
         return None
 
 
 def _read(response: Any, limit: int) -> bytes:
-    data = response.read(limit + 1)
+    data: bytes = response.read(limit + 1)
     if len(data) > limit:
         raise ModelCallError(f"the reply is larger than {limit:,} bytes")
     return data
 
 
-def post(url: str, headers: dict[str, str], body: bytes, timeout: float) -> tuple[int, str, dict, bytes]:
+def post(url: str, headers: dict[str, str], body: bytes, timeout: float) -> tuple[int, str, dict[str, Any], bytes]:
     """POST ``body``: (status, reason, headers, reply bytes) for any HTTP answer; a failure to
     get one raises ModelCallError. Proxies from the environment are used, except for a
     loopback host; redirects are not followed."""
@@ -148,7 +149,7 @@ def error_message(data: bytes) -> str:
     return snippet(data)
 
 
-def retry_after(headers: dict) -> float | None:
+def retry_after(headers: dict[str, Any]) -> float | None:
     for name, value in headers.items():
         if name.lower() == "retry-after":
             try:

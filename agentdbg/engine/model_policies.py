@@ -55,6 +55,15 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object from a reply, or an empty one for anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
 class ModelPolicy(Policy):
     """What both APIs share: settings, the system prompt, retries, errors and notes.
 
@@ -73,7 +82,7 @@ class ModelPolicy(Policy):
                  api_key_env: str | None = None, format: str | None = None, tool_calling: str = "text",
                  temperature: float | None = None, max_tokens: int = 1024, timeout: float = 60.0,
                  retries: int = 2, backoff: float = 1.0, instructions: str = "",
-                 tools: Sequence[dict] | None = None, allow_plain_http_key: bool = False):
+                 tools: Sequence[dict[str, Any]] | None = None, allow_plain_http_key: bool = False):
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must name the model to call")
         if tool_calling not in TOOL_CALLING:
@@ -117,7 +126,7 @@ class ModelPolicy(Policy):
         self.retries = retries
         self.backoff = float(backoff)
         self.instructions = instructions
-        self.tools: list[dict] = [dict(spec) for spec in tools] if tools is not None else []
+        self.tools: list[dict[str, Any]] = [dict(spec) for spec in tools] if tools is not None else []
         self._tokens: int | None = None
         self._calls = 0
         self._cancelled = threading.Event()
@@ -128,7 +137,7 @@ class ModelPolicy(Policy):
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
 
     # -- Policy -----------------------------------------------------------------------------
-    def bind_tools(self, specs: Sequence[dict]) -> None:
+    def bind_tools(self, specs: Sequence[dict[str, Any]]) -> None:
         self.tools = [dict(spec) for spec in specs]
 
     def reset(self) -> None:
@@ -172,15 +181,15 @@ class ModelPolicy(Policy):
     def headers(self, key: str | None) -> dict[str, str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def request_body(self, system: str, prompt: str) -> dict:  # pragma: no cover - abstract
+    def request_body(self, system: str, prompt: str) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def read_reply(self, data: dict) -> tuple[str, tuple[str, Any, int] | None, int | None, str]:
+    def read_reply(self, data: dict[str, Any]) -> tuple[str, tuple[str, Any, int] | None, int | None, str]:
         """(text, first tool call as (name, arguments, how many calls), tokens, finish reason)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     # -- the call -----------------------------------------------------------------------------
-    def note(self, text: str, data: dict | None = None) -> None:
+    def note(self, text: str, data: dict[str, Any] | None = None) -> None:
         """A note in the trace (the loop records it as a raw event of the step)."""
         listener = self.on_note
         if listener is not None:
@@ -195,7 +204,7 @@ class ModelPolicy(Policy):
             wake.wait(seconds)
         return self._cancelled.is_set()
 
-    def _exchange(self, payload: bytes) -> dict:
+    def _exchange(self, payload: bytes) -> dict[str, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "User-Agent": "agentdbg", **self.headers(self._key)}
         attempts = self.retries + 1
@@ -229,7 +238,7 @@ class ModelPolicy(Policy):
             raise ModelCallError(f"{said}{tries}" + (f": {message}" if message else ""))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post_once(self, headers: dict, payload: bytes) -> tuple[int, str, dict, bytes]:
+    def _post_once(self, headers: dict[str, Any], payload: bytes) -> tuple[int, str, dict[str, Any], bytes]:
         """One request in a thread of its own, so a hard deadline holds whatever the socket does
         and ``cancel`` returns at once; an abandoned request ends at its socket's timeout."""
         box: dict[str, Any] = {}
@@ -260,7 +269,8 @@ class ModelPolicy(Policy):
             if isinstance(error, ModelCallError):
                 raise ModelCallError(self._scrub(str(error))) from None
             raise ModelCallError(self._scrub(f"{type(error).__name__}: {error}")) from None
-        return box["reply"]
+        reply: tuple[int, str, dict[str, Any], bytes] = box["reply"]
+        return reply
 
     def _output(self, text: str, tool_call: tuple[str, Any, int] | None, finish: str) -> str:
         """The step as text the format's parser reads."""
@@ -317,7 +327,7 @@ class OpenAIChatPolicy(ModelPolicy):
     def headers(self, key: str | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def request_body(self, system: str, prompt: str) -> dict:
+    def request_body(self, system: str, prompt: str) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
@@ -333,15 +343,15 @@ class OpenAIChatPolicy(ModelPolicy):
             body["stop"] = [STOP]
         return body
 
-    def read_reply(self, data: dict) -> tuple[str, tuple[str, Any, int] | None, int | None, str]:
+    def read_reply(self, data: dict[str, Any]) -> tuple[str, tuple[str, Any, int] | None, int | None, str]:
         if data.get("error"):
             raise ModelCallError(f"{address(self.url)} answered with an error: {error_message(json.dumps(data).encode())}")
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ModelCallError(f"the reply from {address(self.url)} has no choices: {snippet(json.dumps(data))}")
         choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else ""
+        message = _obj(choice.get("message"))
+        finish = _text(choice.get("finish_reason"))
         content = message.get("content")
         if isinstance(content, list):  # content parts, as some servers send them
             content = "".join(part.get("text", "") for part in content
@@ -351,13 +361,13 @@ class OpenAIChatPolicy(ModelPolicy):
         calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)] \
             if isinstance(message.get("tool_calls"), list) else []
         if calls:
-            function = calls[0].get("function") if isinstance(calls[0].get("function"), dict) else {}
+            function = _obj(calls[0].get("function"))
             name = function.get("name")
             if not isinstance(name, str) or not name:
                 raise ModelCallError("the reply's tool call has no function name")
             arguments = function.get("arguments", "{}")
             tool_call = (name, arguments if isinstance(arguments, (str, dict)) else json.dumps(arguments), len(calls))
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = _obj(data.get("usage"))
         prompt_tokens, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
         tokens = prompt_tokens + completion if prompt_tokens is not None and completion is not None \
             else _count(usage.get("total_tokens"))
@@ -376,7 +386,7 @@ class AnthropicPolicy(ModelPolicy):
     def headers(self, key: str | None) -> dict[str, str]:
         return {"anthropic-version": self.version, **({"x-api-key": key} if key else {})}
 
-    def request_body(self, system: str, prompt: str) -> dict:
+    def request_body(self, system: str, prompt: str) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
             "system": system,
@@ -392,7 +402,7 @@ class AnthropicPolicy(ModelPolicy):
             body["stop_sequences"] = [STOP]
         return body
 
-    def read_reply(self, data: dict) -> tuple[str, tuple[str, Any, int] | None, int | None, str]:
+    def read_reply(self, data: dict[str, Any]) -> tuple[str, tuple[str, Any, int] | None, int | None, str]:
         if data.get("type") == "error" or data.get("error"):
             raise ModelCallError(f"{address(self.url)} answered with an error: {error_message(json.dumps(data).encode())}")
         content = data.get("content")
@@ -407,11 +417,12 @@ class AnthropicPolicy(ModelPolicy):
             if not isinstance(name, str) or not name:
                 raise ModelCallError("the reply's tool_use block has no name")
             tool_call = (name, uses[0].get("input", {}), len(uses))
-        finish = data.get("stop_reason") if isinstance(data.get("stop_reason"), str) else ""
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        counts = [_count(usage.get(key)) for key in ("input_tokens", "output_tokens")]
+        finish = _text(data.get("stop_reason"))
+        usage = _obj(data.get("usage"))
+        counts = [count for key in ("input_tokens", "output_tokens")
+                  if (count := _count(usage.get(key))) is not None]
         tokens = None
-        if None not in counts:
+        if len(counts) == 2:
             extra = (_count(usage.get(key)) or 0 for key in ("cache_creation_input_tokens", "cache_read_input_tokens"))
             tokens = sum(counts) + sum(extra)
         return text, tool_call, tokens, finish

@@ -5,6 +5,7 @@ calling sends instead of text instructions."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "number": "number",
                "bool": "boolean", "object": "object", "array": "array"}
@@ -23,7 +24,7 @@ _PLACEHOLDERS = {"str": '"..."', "int": "0", "float": "0.5", "number": "0.5", "b
                  "array": "[]"}
 
 
-def _example(tools: Sequence[dict], format: str) -> str:
+def _example(tools: Sequence[dict[str, Any]], format: str) -> str:
     """An action in ``format`` calling one of the tools (in json, the one with the most
     parameters; otherwise one with a single parameter), its arguments as placeholders."""
     if not tools:
@@ -40,7 +41,7 @@ def _example(tools: Sequence[dict], format: str) -> str:
     return f"Action: {name}: {argument}" if format == "colon" else f"Action: {name}[{argument}]"
 
 
-def describe_tool(spec: dict) -> str:
+def describe_tool(spec: dict[str, Any]) -> str:
     """One line of the system prompt's tool list: ``- name(param: type, ...): description``."""
     params = ", ".join(f"{name}: {kind}" for name, kind in (spec.get("params") or {}).items())
     line = f"- {spec.get('name', '?')}({params})"
@@ -51,7 +52,7 @@ def describe_tool(spec: dict) -> str:
     return line
 
 
-def system_prompt(tools: Sequence[dict], format: str = "bracket", tool_calling: str = "text",
+def system_prompt(tools: Sequence[dict[str, Any]], format: str = "bracket", tool_calling: str = "text",
                   instructions: str = "") -> str:
     """The system prompt: the tools (name, description, parameters and their types) and the
     action format the loop parses. ``tools`` are registry specs (``ToolRegistry.specs()``)."""
@@ -76,7 +77,7 @@ def system_prompt(tools: Sequence[dict], format: str = "bracket", tool_calling: 
     return "\n\n".join(parts)
 
 
-def json_schema(spec: dict) -> dict:
+def json_schema(spec: dict[str, Any]) -> dict[str, Any]:
     """A tool's parameters as the JSON schema native tool calling wants."""
     params = dict(spec.get("params") or {})
     return {"type": "object",

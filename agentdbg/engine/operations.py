@@ -39,7 +39,7 @@ class GatedCall:
     text: str | None = None
     error: bool = False
     key: str = ""
-    replayed: dict | None = None
+    replayed: dict[str, Any] | None = None
     decision: Decision | None = None
     note: str = ""
 
@@ -87,7 +87,7 @@ def gated_dispatch(registry: ToolRegistry, name: str, args: Mapping[str, Any] | 
             if failed is not None:
                 return failed
             found = journal.lookup(key) if key and journal is not None else None
-            if found is not None:
+            if found is not None and journal is not None:
                 return _answer_from(found, journal.run)
     if key and journal is not None:
         emit(ev.Operation(step=step, key=key, tool=name))  # the intent, on record before the effect

@@ -21,12 +21,12 @@ class Policy:
     reports_usage: bool = False
     # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,
     # say) in the trace as it happens, as a raw event of the step.
-    on_note: Callable[[str, dict], None] | None = None
+    on_note: Callable[[str, dict[str, Any]], None] | None = None
 
     def reset(self) -> None:
         """Start again from the beginning, for a new run."""
 
-    def bind_tools(self, specs: Sequence[dict]) -> None:
+    def bind_tools(self, specs: Sequence[dict[str, Any]]) -> None:
         """The tools of the run about to start (``ToolRegistry.specs()``), before its first
         step: a policy that calls a model documents them in its system prompt."""
 
@@ -93,7 +93,7 @@ class ToyScript(_Script):
 
     kind = "script"
 
-    def __init__(self, steps: Sequence[dict]):
+    def __init__(self, steps: Sequence[dict[str, Any]]):
         super().__init__(steps, "script")
 
 

@@ -16,6 +16,7 @@ with a real tokenizer's ``encode``. See ``docs/memory.md``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 TokenEstimator = Callable[[str], int]
 
@@ -29,7 +30,7 @@ def estimate_tokens(text: str) -> int:
     return (size + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
 
 
-def from_tokenizer(encode: Callable[[str], Sequence]) -> TokenEstimator:
+def from_tokenizer(encode: Callable[[str], Sequence[Any]]) -> TokenEstimator:
     """An estimator that counts exactly what a real tokenizer's ``encode`` returns."""
 
     def count(text: str) -> int:

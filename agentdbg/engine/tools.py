@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -140,7 +140,8 @@ class Tool:
 
     def _checked_key(self, key: Any) -> OperationKey | None:
         if key is None or callable(key):
-            return key
+            checked: OperationKey | None = key
+            return checked
         names = (key,) if isinstance(key, str) else key
         if not isinstance(names, Collection) or not names or not all(isinstance(n, str) for n in names):
             raise TypeError(f"tool {self.name!r}: idempotency_key should be a parameter name, a list of them, "
@@ -272,7 +273,7 @@ class ToolRegistry:
     def __contains__(self, name: str) -> bool:
         return name in self._tools
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:

@@ -83,7 +83,7 @@ class Verdict:
         """What the grader recorded beside the word: ``score 0.6; expected: REFUTES; grader: em``
         (the expected answer only when the run did not give it)."""
         parts = []
-        if self.correct is not None and self.shows_score:
+        if self.correct is not None and self.shows_score and self.score is not None:
             parts.append(f"score {format_score(self.score)}")
         if self.expected is not None and self.correct is not True:
             parts.append(f"expected: {self.expected}")

@@ -32,7 +32,7 @@ from agentdbg.exporters.runs import (
     step_facts,
     written_call,
 )
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 
 NAME = "openai-chat"
 DESCRIPTION = "OpenAI Chat Completions messages, JSON Lines: one {messages, tools} object per run"

@@ -31,7 +31,7 @@ from agentdbg.exporters.runs import (
     step_facts,
     written_call,
 )
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 
 NAME = "otel-genai"
 DESCRIPTION = "OpenTelemetry GenAI spans in OTLP/JSON, one trace per run"

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepGrouper, StepRecord
 
 # Where a policy's description names its model (see the importers and the engine's model
 # policies): "recorded: gpt-4o", "recorded: gpt-4o (OpenAI Responses)", "recorded:
@@ -76,27 +76,18 @@ class RunStream:
 
     def steps(self) -> Iterator[StepRecord]:
         events = self._events if self._first is None else _prepend(self._first, self._events)
-        current: list[ev.Event] = []
-        number = 0
+        grouper = StepGrouper()
+        grouper.preamble = self.preamble  # filled as the events are read
         for event in events:
-            if isinstance(event, ev.StepStart):
-                if number:
-                    yield self._record(number, current)
-                number, current = event.step, [event]
-                continue
-            if isinstance(event, (ev.Checkpoint, ev.RunStart)):
-                continue  # a checkpoint is derived state; a second run_start starts no run here
-            if isinstance(event, ev.RunEnd):
-                self.end = event
-            if number:
-                current.append(event)
-            elif not isinstance(event, ev.RunEnd):
-                self.preamble.append(event)
-        if number:
-            yield self._record(number, current)
+            record = grouper.add(event)
+            self.end = grouper.end
+            if record is not None:
+                yield self._counted(record)
+        last = grouper.open_record()
+        if last is not None:
+            yield self._counted(last)
 
-    def _record(self, number: int, events: list[ev.Event]) -> StepRecord:
-        record = StepRecord.from_events(number, events)
+    def _counted(self, record: StepRecord) -> StepRecord:
         self.step_count += 1
         if record.guards is not None:
             self.tokens = record.guards.tokens[0] or 0

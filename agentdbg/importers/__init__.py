@@ -52,7 +52,7 @@ from agentdbg.importers.base import (
 from agentdbg.importers.found import nothing_read
 from agentdbg.importers.streamed import StreamedImport, spool
 from agentdbg.importers.streaming import StreamReader
-from agentdbg.runs import Document, EventRun
+from agentdbg.model.runs import Document, EventRun
 
 FORMATS: list[ModuleType] = [
     inspect_ai, otlp_proto,  # binary formats first (inspect-ai: zipped .eval logs, and its .json logs)

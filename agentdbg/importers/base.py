@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentdbg.documents import OpenError
 from agentdbg.engine import events as ev
+from agentdbg.errors import OpenError, Problem
 from agentdbg.files import read_bounded, size_text
 from agentdbg.files import read_head as read_file_head
-from agentdbg.runs import Problem
 
 HEAD_BYTES = 64 * 1024  # what a sniff looks at
 # A saved run read whole has a limit, so a huge or endless file cannot exhaust memory

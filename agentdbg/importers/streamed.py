@@ -22,7 +22,7 @@ from agentdbg.files import read_head
 from agentdbg.importers.base import ImportResult, NotImportable, decode, run_holds
 from agentdbg.importers.found import nothing_read
 from agentdbg.importers.streaming import StreamReader
-from agentdbg.runs import Document, Problem
+from agentdbg.model.runs import Document, Problem
 
 _DESCRIBE_BYTES = 16 * 1024 * 1024  # what a refusal describes of a big file that gave no step
 

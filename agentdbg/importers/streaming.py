@@ -19,7 +19,7 @@ from typing import BinaryIO
 from agentdbg.files import open_regular, size_text
 from agentdbg.importers.base import MAX_IMPORT_BYTES, Source
 from agentdbg.importers.jsondata import Record, reason
-from agentdbg.runs import Problem
+from agentdbg.model.runs import Problem
 
 BLOCK_BYTES = 1024 * 1024  # what one read asks for (an element larger than this: twice as much each time)
 MAX_RECORD_BYTES = MAX_IMPORT_BYTES  # one line or element: what the whole-file path reads at most

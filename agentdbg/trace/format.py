@@ -11,10 +11,18 @@ from agentdbg.engine.events import SCHEMA_VERSION, Event
 
 FORMAT_NAME = "agentdbg-trace"
 FORMAT_VERSION = SCHEMA_VERSION
-HEADER_PREFIX = b'{"type":"header","format":"agentdbg-trace"'
-STEP_PREFIX = b'{"type":"step",'
-RUN_START_PREFIX = b'{"type":"run_start",'
-CHECKPOINT_PREFIX = b'{"type":"checkpoint",'
+
+
+def line_prefix(kind: str) -> bytes:
+    """The bytes every trace line of event ``kind`` starts with (the writer's compact JSON
+    puts ``type`` first): readers tell lines apart by them without decoding."""
+    return b'{"type":"' + kind.encode("ascii") + b'",'
+
+
+HEADER_PREFIX = line_prefix("header") + b'"format":"agentdbg-trace"'
+STEP_PREFIX = line_prefix("step")
+RUN_START_PREFIX = line_prefix("run_start")
+CHECKPOINT_PREFIX = line_prefix("checkpoint")
 CHECKPOINT_EVERY = 64  # steps between checkpoints: any step's state folds at most 63 steps
 
 
@@ -31,7 +39,7 @@ def event_line(event: Event) -> str:
     return _json_line(event.to_dict())
 
 
-def _json_line(data: dict) -> str:
+def _json_line(data: dict[str, Any]) -> str:
     # Compact separators: readers find step boundaries by the exact bytes a line starts with.
     line = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
     if not line.isascii() and _SURROGATE.search(line):  # a lone surrogate cannot be UTF-8: escape it

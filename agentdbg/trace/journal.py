@@ -17,9 +17,10 @@ from pathlib import Path
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.journal import OperationJournal
+from agentdbg.trace.format import line_prefix
 
-RUN_START = b'{"type":"run_start",'
-KEYED = (b'{"type":"operation",', b'{"type":"observation",')
+RUN_START = line_prefix("run_start")
+KEYED = (line_prefix("operation"), line_prefix("observation"))
 KEY_FIELD = b'"key":"'
 
 

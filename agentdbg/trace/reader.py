@@ -15,7 +15,7 @@ found as the file is read: the index reports what it sees (a cut-off last line, 
 outside any run), decoding a step reports what is wrong inside it. Nothing in a trace is
 ever executed: lines are parsed with ``json`` only.
 
-Errors: ``open_trace`` raises ``agentdbg.documents.OpenError`` (a ``ValueError``) when the
+Errors: ``open_trace`` raises ``agentdbg.errors.OpenError`` (a ``ValueError``) when the
 path cannot be a trace at all (missing, a directory, empty, binary, no header line);
 everything after a readable first line opens as a document, with problems listed.
 Threads: a run can be read from any thread while the index grows. ``record(n)`` raises
@@ -35,11 +35,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, overload
 
 from agentdbg.engine import events as ev
 from agentdbg.files import OpenError, open_regular, read_head, size_text, unreadable_text
-from agentdbg.runs import Document, Problem
-from agentdbg.state import RunInfo, RunState, StepRecord, Tally
+from agentdbg.model.runs import Document, Problem
+from agentdbg.model.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
 from agentdbg.trace.follow import Follower
 from agentdbg.trace.locking import writer_holds
@@ -299,7 +300,7 @@ class _Source:
             return ev.RawRecord(step=step, source="invalid event", data=data, note=str(exc))
         return event
 
-    def _declared_tools(self, data: dict, offset: int) -> dict:
+    def _declared_tools(self, data: dict[str, Any], offset: int) -> dict[str, Any]:
         """A run_start whose ``tools`` is damaged keeps its task and settings: the tool specs
         that can be read are kept (none when ``tools`` is not a list) and the rest reported."""
         tools = data["tools"]
@@ -321,7 +322,7 @@ class _Source:
         self.report(offset, f"run_start: 'tools': {what}")
         return {**data, "tools": kept}
 
-    def _check_header(self, header: dict, offset: int) -> None:
+    def _check_header(self, header: dict[str, Any], offset: int) -> None:
         """A header (the first line, or one inside a file made by concatenating traces)."""
         if header.get("format") != fmt.FORMAT_NAME:
             named = repr(header.get("format"))
@@ -655,7 +656,7 @@ class TraceIndex:
             source.report(self.start, f"{unshaped - 1:,} more run_start, step or checkpoint lines not in the trace layout")
 
 
-class TraceRuns(Sequence):
+class TraceRuns(Sequence[Any]):
     """The runs of a trace as a sequence whose items are made when first asked for: a
     file of a million runs costs its offsets, not a million objects. The most recently
     used runs are kept, so asking twice gives the same object."""
@@ -669,7 +670,13 @@ class TraceRuns(Sequence):
     def __len__(self) -> int:
         return self._index.run_count
 
-    def __getitem__(self, item):
+    @overload
+    def __getitem__(self, item: int) -> TraceRun: ...
+
+    @overload
+    def __getitem__(self, item: slice) -> list[TraceRun]: ...
+
+    def __getitem__(self, item: int | slice) -> TraceRun | list[TraceRun]:
         if isinstance(item, slice):
             return [self[i] for i in range(*item.indices(len(self)))]
         count = len(self)
@@ -819,7 +826,7 @@ class TraceRun:
         return None
 
     @property
-    def preamble(self) -> tuple:
+    def preamble(self) -> tuple[ev.Event, ...]:
         """Events between the run's header and its first step."""
         return tuple(e for e in self._header_events()
                      if not isinstance(e, (ev.RunStart, ev.RunEnd, ev.Checkpoint, ev.StepStart)))
@@ -851,8 +858,8 @@ class TraceRun:
             if first + step < stop:
                 end = index.steps[first + step]
             else:  # the last step: a followed run's newest step ends where the file ends now
-                end = index._run_end(self._run)
-                end = self._source.data_end if end is None else end
+                run_end = index._run_end(self._run)
+                end = self._source.data_end if run_end is None else run_end
         return start, end
 
     def record(self, step: int) -> StepRecord:

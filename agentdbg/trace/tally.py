@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from agentdbg.state import StepRecord, Tally
+from agentdbg.model.state import StepRecord, Tally
 
 # A step larger than this is decoded the ordinary way. Small enough that such a step has
 # far fewer lines than the reader's cap on events per step (a line is at least 26 bytes).
@@ -69,15 +70,15 @@ _STEP = re.compile(
     rb'\{"type":"step","step":' + _INT + rb"\}\n"
     + rb'(?:\{"type":"(?:(?:' + rb"|".join(_KINDS) + rb')\}\n|checkpoint",[^\n]*\n))*')
 
-_scan = json.JSONDecoder().scan_once
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def _value(data: bytes):
+def _value(data: bytes) -> Any:
     """One JSON value the step pattern has already proved valid."""
     return _scan(data.decode("utf-8", "replace"), 0)[0]
 
 
-def fold_steps(tally: Tally, first: int, offsets, end: int, pread: Callable[[int, int], bytes],
+def fold_steps(tally: Tally, first: int, offsets: Sequence[int], end: int, pread: Callable[[int, int], bytes],
                record: Callable[[int], StepRecord]) -> Tally:
     """Fold steps ``first``, ``first + 1``, ... into ``tally``: step ``first + i`` is the
     bytes from ``offsets[i]`` to the next offset (``end`` for the last). ``record(n)``

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentdbg.engine import events as ev
-from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.model.state import RunInfo, RunState, StepRecord
 from agentdbg.trace import format as fmt
 from agentdbg.trace.locking import TraceBusyError, lock_for_writing
 

@@ -1,7 +1,7 @@
 """The debugger application: panes over a ``DebugSession``, driven by keys, mouse and palette.
 
 The app owns no debugging logic: ``agentdbg.debugger`` moves the cursor and matches
-breakpoints, ``agentdbg.state`` derives what each pane shows. Anything that may be slow
+breakpoints, ``agentdbg.model.state`` derives what each pane shows. Anything that may be slow
 (a live engine step whose tool may hang, a continue over a long file, a search, opening
 or writing a file) runs in a thread worker that never touches widgets: it posts a
 message and the handler updates the screen.
@@ -34,7 +34,7 @@ from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar_for
 from agentdbg.engine.approval import Decision
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
-from agentdbg.runs import Document
+from agentdbg.model.runs import Cancellable, Document
 from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
 from agentdbg.tui.layout import PaneTabs
@@ -208,7 +208,7 @@ class DebuggerApp(App[None]):
         self.workers.cancel_group(self, "session")
         if self.document is not None:
             for run in self.document.runs:  # a step waiting on a model call gives up at once
-                if callable(getattr(run, "cancel", None)):
+                if isinstance(run, Cancellable):
                     run.cancel()
             self.close_when_idle(self.document)  # stops a file's indexing thread
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 
 COPY_LIMIT = 4_000_000  # characters: a terminal's clipboard (OSC 52) takes no more
 

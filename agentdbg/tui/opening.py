@@ -8,8 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 from agentdbg import documents
+from agentdbg.model.runs import Document
 from agentdbg.plans import PlanError, parse_plan
-from agentdbg.runs import Document
 from agentdbg.trace.writer import write_trace
 
 DEMO = "library_hallucinating.toml"

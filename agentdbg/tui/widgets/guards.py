@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 from rich.text import Text
 
-from agentdbg.state import RunState
+from agentdbg.model.state import RunState
 from agentdbg.tui.widgets.lines import LinePane
 
 SPARK = "▁▂▃▄▅▆▇█"

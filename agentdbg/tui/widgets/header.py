@@ -6,21 +6,10 @@ from rich.text import Text
 from textual.widget import Widget
 
 from agentdbg.engine.verdicts import Verdict, format_score
+from agentdbg.model.outcome import outcome_style as outcome_style  # named from here too
+from agentdbg.model.outcome import verdict_style
+from agentdbg.model.runs import Advancing
 from agentdbg.tui.safe import one_line
-
-OUTCOME_STYLES = {"answered": "bold green", "finished": "bold green"}
-# What a guard or a failure stops a run with; an imported run's own status (submitted,
-# unfinished, exit_cost...) is neither success nor failure by our reckoning.
-FAILED_OUTCOMES = {"budget exhausted", "action repeated", "error budget exhausted", "token budget exhausted",
-                   "policy error", "memory error", "tokens error", "error"}
-
-
-def outcome_style(outcome: str, answered: bool) -> str:
-    if outcome in OUTCOME_STYLES:
-        return OUTCOME_STYLES[outcome]
-    if outcome in FAILED_OUTCOMES:
-        return "bold red"
-    return "bold green" if answered else "bold yellow"
 
 
 class RunHeader(Widget):
@@ -83,7 +72,6 @@ class RunHeader(Widget):
         return left, right
 
 
-VERDICT_STYLES = {"correct": "bold green", "wrong": "bold red"}
 
 
 def outcome_text(run) -> Text:
@@ -96,7 +84,7 @@ def outcome_text(run) -> Text:
         verdict = Verdict.read(end)
         if verdict is not None:
             text.append(", ", style="dim")
-            text.append(verdict.word, style=VERDICT_STYLES.get(verdict.word, "bold yellow"))
+            text.append(verdict.word, style=verdict_style(verdict))
         shown = []
         if end.answer is not None:
             shown.append(("answer: ", one_line(end.answer, 30), style))
@@ -114,7 +102,7 @@ def outcome_text(run) -> Text:
         return Text("outcome: unknown (no end recorded)", style="yellow")
     if getattr(run, "live", False):
         return Text("outcome: not yet", style="dim")
-    if hasattr(run, "advance"):
+    if isinstance(run, Advancing):
         return Text("live run", style="bold cyan")
     return Text("indexing…", style="bold cyan")
 

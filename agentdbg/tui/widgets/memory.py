@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from agentdbg.state import RunInfo, RunState
+from agentdbg.model.state import RunInfo, RunState
 from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane
 

@@ -17,8 +17,8 @@ from rich.text import Text
 from textual.strip import Strip
 
 from agentdbg.debugger.find import Query
-from agentdbg.prompt import SYSTEM_HEADER, TASK_HEADER, prompt_at
-from agentdbg.state import StepRecord
+from agentdbg.model.prompt import SYSTEM_HEADER, TASK_HEADER, prompt_at
+from agentdbg.model.state import StepRecord
 from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane, wrap

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from agentdbg.state import StepRecord
+from agentdbg.model.state import StepRecord
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.lines import set_virtual_size
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from agentdbg.state import RunInfo, RunState, StepRecord
+from agentdbg.model.state import RunInfo, RunState, StepRecord
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.widgets.lines import LinePane
 

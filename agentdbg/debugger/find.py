@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,12 +55,12 @@ class Query:
         pattern = self.pattern
         if pattern is None:
             return lambda step: False
-        step_bytes = getattr(run, "step_bytes", None)
+        step_bytes: Callable[[int], bytes | None] | None = getattr(run, "step_bytes", None)
         may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
                        if callable(step_bytes) else None)
 
         def test(step: int) -> bool:
-            if may_contain is not None:
+            if may_contain is not None and step_bytes is not None:
                 data = step_bytes(step)
                 if data is not None and not may_contain(data):
                     return False
@@ -101,12 +101,12 @@ def find_step(run: Any, query: Query, origin: int, forward: bool = True, wrap: b
         order = list(range(min(origin, count + 1) - 1, 0, -1))
         order_wrap = range(count, max(origin, 1) - 1, -1)
     test = query.step_test(run)
-    for done, step in enumerate(_chain(order, order_wrap if wrap else ()), 1):
+    for done, step in enumerate(_chain(order, order_wrap if wrap else range(0)), 1):
         if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
             return None
         try:
             if test(step):
-                return step
+                return int(step)
         except (IndexError, ValueError, OSError):
             continue  # a damaged step matches nothing
     return None
@@ -130,6 +130,6 @@ def matching_steps(run: Any, query: Query, cancel: threading.Event | None = None
     return found
 
 
-def _chain(*orders):
+def _chain(*orders: Iterable[int]) -> Iterator[int]:
     for order in orders:
         yield from order

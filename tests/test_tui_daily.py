@@ -91,6 +91,18 @@ async def test_every_dialog_fits_80x24(key, screen_id):
                 assert region.right <= NARROW[0] and region.x >= 0, (widget, region)
 
 
+async def test_the_replace_question_fits_80x24(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "library_hallucinating.trace.jsonl").write_text("kept\n")
+    app = recorded_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await settle(pilot)
+        await press(pilot, "w", "enter")
+        assert app.screen.id == "confirm-write"
+        for button in app.screen.query("Button"):
+            assert button.region.right <= NARROW[0] and button.region.bottom <= NARROW[1]
+
+
 async def test_the_breakpoint_managers_add_button_is_on_screen_at_80x24():
     app = recorded_app()
     async with app.run_test(size=NARROW) as pilot:

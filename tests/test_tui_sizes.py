@@ -27,8 +27,18 @@ def keys(*pressed: str):
             else:
                 await press(pilot, key)
         await settle(pilot)
+        steady_cursors(pilot.app)
 
     return run_before
+
+
+def steady_cursors(app) -> None:
+    """A text field's cursor shown, not blinking: the picture must not depend on when it
+    was taken."""
+    from textual.widgets import Input
+
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
 
 
 SCREENS = {
@@ -57,3 +67,20 @@ def test_screen_at_size(snap_compare, monkeypatch, screen, size):
 def test_run_switcher_at_size(snap_compare, size):
     app = DebuggerApp(event_document("library_good.toml", "library_stuck.toml"), save_breakpoints=False)
     assert snap_compare(app, terminal_size=size, run_before=keys("r"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_approval_dialog_at_size(snap_compare, size):
+    """A live plan's call to a dangerous tool: the dialog that asks."""
+    from test_tui_approval import PLAN, step_to_the_first_deletion
+    from test_tui_support import PLANS
+
+    from agentdbg.documents import open_document
+
+    app = DebuggerApp(open_document(PLANS / PLAN), save_breakpoints=False)
+
+    async def run_before(pilot) -> None:
+        await step_to_the_first_deletion(pilot)
+        steady_cursors(pilot.app)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

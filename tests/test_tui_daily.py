@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from test_tui_support import (
@@ -378,3 +379,23 @@ async def test_the_first_frame_wraps_the_scratchpad_at_its_real_width(monkeypatc
         await settle(pilot)
         real = app.query_one("#scratchpad").scrollable_content_region.width
     assert built and set(built) == {real} and real > 40  # never one character per line first
+
+
+# --- the guards pane -----------------------------------------------------------------------
+
+async def test_the_repeat_bar_reads_zero_on_a_first_time_action_and_tokens_say_not_recorded():
+    from test_tui_support import pane_text
+
+    from agentdbg.documents import open_document
+
+    app = recorded_app()  # a plan's run: tokens estimated, threshold 2
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = pane_text(app, "guards")
+        assert "repeat" in text and " 0/1 " in text and "tokens 32 no limit" in text
+    unrecorded = Path(__file__).parent / "fixtures" / "import" / "swe-agent" / "edge_unfinished.traj"
+    app = DebuggerApp(open_document(unrecorded), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = pane_text(app, "guards")
+        assert "tokens not recorded" in text and "tok/st not recorded" in text

@@ -399,3 +399,17 @@ async def test_the_repeat_bar_reads_zero_on_a_first_time_action_and_tokens_say_n
         await settle(pilot)
         text = pane_text(app, "guards")
         assert "tokens not recorded" in text and "tok/st not recorded" in text
+
+
+async def test_a_stop_reason_cut_on_the_status_line_points_to_the_log():
+    app = recorded_app()
+    async with app.run_test(size=NARROW) as pilot:
+        await settle(pilot)
+        await press(pilot, "c", "C")
+        line = screen_text(app).splitlines()[-2]
+        assert line.rstrip().endswith("… e: full reason") and line.lstrip().startswith("Stopped at step 1")
+    app = recorded_app()
+    async with app.run_test(size=(200, 40)) as pilot:  # room for it all: no hint
+        await settle(pilot)
+        await press(pilot, "c", "C")
+        assert "e: full reason" not in screen_text(app) and "'loans']" in screen_text(app)

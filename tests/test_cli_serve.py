@@ -68,3 +68,14 @@ def test_serve_answers_with_the_page_on_loopback():
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_keys_lists_every_binding_and_checks_the_keymap(tmp_path, capsys):
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text('"step.forward" = "j"\n"bogus" = "x"\n')
+    assert main(["keys", "--keymap", str(keymap)]) == 1
+    out, err = capsys.readouterr()
+    assert "remaps 1 binding" in out and "*step.forward" in out and "timeline.page_down" in out
+    assert f"{keymap}:2: 'bogus' is not a binding id" in err
+    assert main(["keys", "--keymap", str(tmp_path / "none.toml")]) == 0
+    assert "every key is the default" in capsys.readouterr().out

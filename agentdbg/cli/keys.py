@@ -14,6 +14,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentdbg.cli import render
+
+    try:
+        return _list(args)
+    except BrokenPipeError:  # `agentdbg keys | head`
+        render.quiet_broken_pipe()
+        return 0
+
+
+def _list(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agentdbg.text import one_line

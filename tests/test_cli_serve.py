@@ -79,3 +79,22 @@ def test_keys_lists_every_binding_and_checks_the_keymap(tmp_path, capsys):
     assert f"{keymap}:2: 'bogus' is not a binding id" in err
     assert main(["keys", "--keymap", str(tmp_path / "none.toml")]) == 0
     assert "every key is the default" in capsys.readouterr().out
+
+
+def test_public_serves_anywhere_with_a_warning(monkeypatch, capsys):
+    pytest.importorskip("textual_serve", reason="agentdbg[web] is not installed")
+    served: list[tuple[str, str, int]] = []
+
+    class FakeServer:  # nothing listens: the test only looks at what would be served
+        def __init__(self, command, host, port, title):
+            served.append((command, host, port))
+
+        def serve(self):
+            pass
+
+    monkeypatch.setattr("textual_serve.server.Server", FakeServer)
+    assert main(["serve", "--host", "0.0.0.0", "--port", "8123", "--public"]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "anyone who can reach this port sees the run" in err
+    [(command, host, port)] = served
+    assert host == "0.0.0.0" and port == 8123 and command.endswith("-m agentdbg")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import AUTO_BREAKS, Breakpoint, BreakpointSet, sidecar_path
 from agentdbg.debugger.filters import parse_filter
 from agentdbg.engine import events as ev
@@ -465,7 +466,7 @@ def test_a_skipped_step_never_has_a_reason(events, auto, tools, steps):
 
 
 BYTE_FILTERS = ["~step 3", "~step >5", "~tool calc", "~tool we/ird", "~tool cafÃ©", "~error", "~kind timeout", "~repeat",
-                "~final", "~end", "~raw", "~tripped", "~guard repeat", "~parse", "~obs calc", "~obs Calc", "~text k",
+                "~final", "~end", "~raw", "~tripped", "~guard repeat", "~parse", "~obs calc", "~obs Calc", "~text xk",
                 "~thought x", "~args loans", "~action calc", "~answer a", "calc", "KELVIN", "u200b",
                 "~step 3 & ~obs a", "~tool calc | ~final", "~error ~text a"]
 
@@ -473,8 +474,20 @@ BYTE_FILTERS = ["~step 3", "~step >5", "~tool calc", "~tool we/ird", "~tool cafÃ
 def test_filters_that_can_rule_out_a_step_by_its_raw_lines():
     for text in BYTE_FILTERS:
         assert parse_filter(text).bytes_test() is not None, text
-    for text in ["~obs a.b", "!~error", "~tool /c/", "~tokens >3", "~step 3 | ~obs ^x", "~obs 'two words'"]:
+    for text in ["~obs a.b", "!~error", "~tool /c/", "~tokens >3", "~step 3 | ~obs ^x", "~obs 'two words'",
+                 "~text k", "~text unknown", "~action True", "~args 100000"]:
         assert parse_filter(text).bytes_test() is None, text
+
+
+def test_a_word_only_a_shown_text_holds_is_never_ruled_out():
+    # An event of a type this version does not know is shown as a raw record whose note
+    # says so: its words are in the transcript, not in the line.
+    lines = b'{"type":"step","step":1}\n{"type":"mystery","step":1}\n'
+    record = StepRecord.from_events(1, [ev.StepStart(step=1), ev.event_from_dict({"type": "mystery", "step": 1})])
+    assert parse_filter("~text unknown").matches(record)
+    assert parse_filter("~text unknown").bytes_test() is None
+    assert quick.may_contain_word("unknown", True) is None
+    assert quick.may_contain_word("unknown", True, made_up=False)(lines) is False  # ~obs: the field itself
 
 
 def test_a_word_hidden_by_case_folding_or_escapes_is_never_ruled_out():

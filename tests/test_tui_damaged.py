@@ -13,6 +13,7 @@ from test_tui_support import PLANS, SIZE, pane_text, press, screen_text, settle,
 
 from agentdbg.plans import load_plan
 from agentdbg.runs import Problem
+from agentdbg.trace.reader import TraceDocument
 from agentdbg.trace.writer import write_trace
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.opening import open_for_app
@@ -60,7 +61,7 @@ def damage(tmp_path, how: str):
 
 async def open_app(path) -> DebuggerApp:
     document, _, error = open_for_app(str(path))
-    if document is not None and hasattr(document, "wait"):
+    if isinstance(document, TraceDocument):
         document.wait(10)
     return DebuggerApp(document, error=error or None, save_breakpoints=False)
 
@@ -149,7 +150,7 @@ async def test_problems_found_while_drawing_a_step_are_listed_at_once(tmp_path):
     app = await open_app(damage(tmp_path, "invalid utf-8"))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app._poll_timer.stop()  # no help from the poll tick: e must list what is known now
+        # No message tells of this one: e must list what is known now.
         app.document.problems.append(Problem(str(tmp_path / "run.jsonl"), 99, "found just now"))
         await press(pilot, "e")
         assert "found just now" in " ".join(screen_text(app).replace("│", " ").split())  # (wrapped)

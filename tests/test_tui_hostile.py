@@ -3,7 +3,6 @@ literally or stripped, never interpreted."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -12,8 +11,7 @@ from hostile_inputs import HOSTILE as HOSTILE_TEXT
 from test_tui_support import SIZE, press, settle, type_text
 from textual.widgets import Input
 
-from agentdbg.engine.events import event_from_dict
-from agentdbg.runs import Document, EventRun
+from agentdbg.runs import Document
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.safe import one_line
 
@@ -24,12 +22,9 @@ FORBIDDEN = ("\x1b", "\x07", "\x9b", "\x9d", "\r", "\x00")
 def hostile_document() -> Document:
     from agentdbg.trace import reader
 
-    if hasattr(reader, "open_trace"):
-        document = reader.open_trace(HOSTILE)
-        reader_wait(document)
-        return document
-    lines = HOSTILE.read_text(encoding="utf-8").splitlines()[1:]
-    return Document(str(HOSTILE), "trace", [EventRun([event_from_dict(json.loads(line)) for line in lines])])
+    document = reader.open_trace(HOSTILE)
+    reader_wait(document)
+    return document
 
 
 def reader_wait(document: Document) -> None:

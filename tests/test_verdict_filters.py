@@ -17,6 +17,7 @@ from agentdbg.debugger.run_filter import matching_runs, run_matches
 from agentdbg.debugger.session import DebugSession
 from agentdbg.documents import open_document
 from agentdbg.engine import events as ev
+from agentdbg.model.runs import RawSteps
 from agentdbg.plans import load_plan
 from agentdbg.runs import EventRun
 from agentdbg.state import StepRecord
@@ -89,7 +90,7 @@ def test_the_run_list_filter_over_a_trace_file(tmp_path: Path):
     document = open_document(path)
     try:
         document.wait()
-        assert len(document.runs) == 60 and callable(getattr(document.runs[0], "step_bytes", None))
+        assert len(document.runs) == 60 and isinstance(document.runs[0], RawSteps)
         for expression in ("~wrong", "~correct", "~tool Lookup", "!~wrong & ~end", "~obs 1947"):
             in_memory = matching_runs([EventRun(events) for events in result.runs * 20], parse_filter(expression))
             assert matching_runs(document.runs, parse_filter(expression)) == in_memory, expression

@@ -146,7 +146,7 @@ def test_a_trace_read_from_its_checkpoints_has_the_verdict(tmp_path: Path, sampl
     document = open_document(path)
     try:
         run = document.runs[0]
-        getattr(run, "wait", lambda: None)()
+        run.wait()
         assert run.state_at(run.step_count).verdict == EventRun(events).state_at(4).verdict
         assert run.state_at(run.step_count).verdict["correct"] is True
         assert Verdict.read(run.end).word == "correct"
@@ -162,7 +162,7 @@ def test_an_old_trace_without_verdicts_reads_as_ungraded(tmp_path: Path, sample_
     document = open_document(path)
     try:
         run = document.runs[0]
-        getattr(run, "wait", lambda: None)()
+        run.wait()
         assert run.end.verdict is None and run.state_at(run.step_count).verdict is None
     finally:
         document.close()
@@ -184,7 +184,7 @@ def test_the_recorder_judges_against_the_expected_answer(tmp_path: Path):
         rec.answer("2")
     document = open_document(path)
     try:
-        getattr(document, "wait", lambda: None)()
+        document.wait()
         assert [Verdict.read(run.end) and Verdict.read(run.end).word for run in document.runs] == [
             "correct", "wrong", "wrong", None]
         assert document.runs[2].end.outcome == "unfinished"

@@ -9,6 +9,7 @@ honours ignore counts), for the step where a continue actually stops.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -290,6 +291,36 @@ class BreakpointSet:
             return not any(test(step, data) for test in filter_tests)
 
         return cannot_stop
+
+    def block_test(self) -> Callable[[Any], set[int]] | None:
+        """``skip_test`` over a block of a trace file's steps (``agentdbg.trace.scan``):
+        (block) -> the steps that may stop a continue (every other step cannot). None when
+        an enabled filter breakpoint has no block form."""
+        filter_tests = []
+        for bp in self._filters:
+            if bp.enabled and bp._filter is not None:
+                test = bp._filter.block_test()
+                if test is None:
+                    return None
+                filter_tests.append(test)
+        steps = sorted(number for number, bp in self._steps.items() if bp.enabled)
+        names = [name for name, bps in self._tools.items() if any(bp.enabled for bp in bps)]
+        may_call = quick.name_block_test(names, or_shown=True) if names else None
+        need_quiet = any(self.auto.values())
+
+        def may_stop(block: Any) -> set[int]:
+            if not block.data:  # steps too large to be read with the others: look at each
+                return set(range(block.first, block.last + 1))
+            found = quick.eventful_block_test(block) if need_quiet else set()
+            low, high = bisect.bisect_left(steps, block.first), bisect.bisect_right(steps, block.last)
+            found.update(steps[low:high])
+            if may_call is not None:
+                found |= may_call(block)
+            for test in filter_tests:
+                found |= test(block)
+            return found
+
+        return may_stop
 
     def _safe_auto(self, record: Any) -> list[str]:
         try:

@@ -118,6 +118,14 @@ class Filter:
         needed to tell."""
         return quick.may_be_eventful if self.eventful else None
 
+    def block_test(self) -> quick.BlockTest | None:
+        """The same test over a block of a trace file's steps (``agentdbg.trace.scan``):
+        (block) -> the steps that may match; None when the decoded steps are needed."""
+        if self.eventful:
+            return quick.eventful_block_test
+        test = self.bytes_test()
+        return None if test is None else quick.per_step_block_test(test)
+
     def __str__(self) -> str:
         return self.code
 
@@ -204,6 +212,9 @@ class _Arg(Filter):
 class _Regex(_Arg):
     arg = "REGEX"
     field: ClassVar[str] = ""
+    # The field can show what the step's lines do not hold (a call made from its tool and
+    # arguments, arguments shown as JSON, the transcript's texts made up when shown).
+    made_up: ClassVar[bool] = False
 
     def __init__(self, argument: str):
         super().__init__(argument)
@@ -213,8 +224,11 @@ class _Regex(_Arg):
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self) -> quick.BytesTest | None:
-        may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument))
+        may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument), self.made_up)
         return None if may_contain is None else (lambda step, data: may_contain(data))
+
+    def block_test(self) -> quick.BlockTest | None:
+        return quick.word_block_test(self.argument, regex.has_upper(self.argument), self.made_up)
 
 
 class FTool(_Arg):
@@ -232,6 +246,9 @@ class FTool(_Arg):
 
     def bytes_test(self) -> quick.BytesTest | None:
         return None if self.pattern is not None else quick.may_name([self.argument])
+
+    def block_test(self) -> quick.BlockTest | None:
+        return None if self.pattern is not None else quick.name_block_test([self.argument])
 
     def _matches(self, record: Any) -> bool:
         tool = record.tool
@@ -280,24 +297,26 @@ class FGuard(_Arg):
         return record.tripped is not None and record.tripped.guard == self.name
 
 
-# The regex filters over one field of the step: (code, help, field).
+# The regex filters over one field of the step: (code, help, field, made_up: the field can
+# show what the step's lines do not hold, see _Regex).
 _FIELD_REGEXES = (
-    ("~obs", "the observation matches", "observation"),
-    ("~thought", "the thought matches", "thought"),
-    ("~action", "the action as written matches (e.g. calc[5 - 3])", "call"),
-    ("~args", "the action's arguments (as text or JSON) match", "args"),
-    ("~answer", "the final answer matches", "answer"),
+    ("~obs", "the observation matches", "observation", False),
+    ("~thought", "the thought matches", "thought", False),
+    ("~action", "the action as written matches (e.g. calc[5 - 3])", "call", True),
+    ("~args", "the action's arguments (as text or JSON) match", "args", True),
+    ("~answer", "the final answer matches", "answer", False),
 )
 _FIELD_CLASSES: dict[str, type[_Regex]] = {
     code: type("F" + code[1:].capitalize(), (_Regex,),
-               {"code": code, "help": help, "field": field, "__module__": __name__})
-    for code, help, field in _FIELD_REGEXES
+               {"code": code, "help": help, "field": field, "made_up": made_up, "__module__": __name__})
+    for code, help, field, made_up in _FIELD_REGEXES
 }
 FObs, FThought, FAction, FArgs, FAnswer = _FIELD_CLASSES.values()
 
 
 class FText(_Regex):
     code = "~text"
+    made_up = True
     help = "anywhere in the step's text: thought, action, output, observation, answer"
 
     def _matches(self, record: Any) -> bool:
@@ -350,6 +369,10 @@ class FStep(_Compare):
         test = self.test
         return lambda step, data: test(step)
 
+    def block_test(self) -> quick.BlockTest | None:
+        test = self.test
+        return lambda block: {step for step in range(block.first, block.last + 1) if test(step)}
+
 
 class FTokens(_Compare):
     code = "~tokens"
@@ -401,6 +424,12 @@ class And(Filter):
             return None
         return lambda step, data: all(test(step, data) for test in tests)
 
+    def block_test(self) -> quick.BlockTest | None:
+        tests = [t for t in (part.block_test() for part in self.parts) if t is not None]
+        if not tests:
+            return None
+        return lambda block: set.intersection(*(test(block) for test in tests))
+
     def __str__(self) -> str:
         return " & ".join(_group(p) for p in self.parts)
 
@@ -417,6 +446,12 @@ class Or(Filter):
         if len(tests) < len(self.parts):
             return None
         return lambda step, data: any(test(step, data) for test in tests)
+
+    def block_test(self) -> quick.BlockTest | None:
+        tests = [test for test in (part.block_test() for part in self.parts) if test is not None]
+        if len(tests) < len(self.parts):
+            return None
+        return lambda block: set().union(*(test(block) for test in tests))
 
     def __str__(self) -> str:
         return " | ".join(_group(p) for p in self.parts)

@@ -10,10 +10,16 @@ event per line) and treat anything else as "may match".
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from agentdbg.engine import events as ev
+from agentdbg.model import state
 from agentdbg.trace.format import line_prefix
 
 # Events that never stop a continue by themselves; observations and guard counters are
@@ -79,17 +85,162 @@ def _names_an_odd_tool(data: bytes) -> bool:
     return False
 
 
-def may_contain_word(pattern: str, case_sensitive: bool) -> Callable[[bytes], bool] | None:
+def may_contain_word(pattern: str, case_sensitive: bool, made_up: bool = True) -> Callable[[bytes], bool] | None:
     """For a regex that is one plain ASCII word: may a step's text contain it? None for
     any other regex (it needs the decoded text). JSON escapes only quotes, backslashes and
     control characters, so a word of letters, digits and underscores in a text appears
     byte for byte in the line. A ``\\u`` escape or any non-ASCII byte means "may": Unicode
     case folding (the Kelvin sign matches k) and the ``repr`` of unusual characters in a
-    call written without its text (``\\u200b``) could otherwise hide a match."""
-    if not _PLAIN_WORD.fullmatch(pattern):
-        return None
+    call written without its text (``\\u200b``) could otherwise hide a match. With
+    ``made_up`` (a text that can hold what a step shows without its lines holding it: the
+    transcript, a call, arguments), a word such a text may hold (``word_is_plain``) gets
+    no test."""
+    if not _PLAIN_WORD.fullmatch(pattern) or (made_up and not word_is_plain(pattern)):
+        return None  # (a word a raw record's note or a made-up text may hold: decode)
     word = pattern.encode("ascii")
     if case_sensitive:
-        return lambda data: word in data or not data.isascii() or b"\\u" in data
+        return lambda data: word in data or not data.isascii() or b"\\u" in data or b"\x7f" in data
     lowered = word.lower()
-    return lambda data: lowered in data.lower() or not data.isascii() or b"\\u" in data
+    return lambda data: lowered in data.lower() or not data.isascii() or b"\\u" in data or b"\x7f" in data
+
+
+# --- the same tests over a whole block of steps (agentdbg.trace.scan.Block) -------------
+
+BlockTest = Callable[[Any], set[int]]  # (block) -> the steps of the block that may match
+# Python's own regex parser, to read a regex's structure (its required words).
+_parser: Any = importlib.import_module("re._parser")
+_constants: Any = importlib.import_module("re._constants")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_ODD_TOOL = re.compile(rb'"tool":"[^"\\\x80-\xff]*[\\\x80-\xff]')
+
+
+def required_words(pattern: str) -> list[str]:
+    """Runs of ASCII letters, digits and underscores that every match of ``pattern`` holds
+    (``not.there``: ``not`` and ``there``); none when the pattern cannot be read here (its
+    syntax is read with Python's parser: a pattern it refuses gives none)."""
+    try:
+        parsed = _parser.parse(pattern)
+    except Exception:  # RE2 syntax Python does not read: no words, no prefilter
+        return []
+    words: list[str] = []
+    _collect_words(list(parsed), words)
+    return words
+
+
+def _collect_words(items: list[Any], words: list[str]) -> None:
+    run: list[str] = []
+    for op, value in items:
+        if op is _constants.LITERAL and chr(value) in _WORD_CHARS:
+            run.append(chr(value))
+            continue
+        if run:
+            words.append("".join(run))
+            run = []
+        if op is _constants.SUBPATTERN:
+            _collect_words(list(value[-1]), words)
+        elif op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT) and value[0] >= 1:
+            _collect_words(list(value[2]), words)
+    if run:
+        words.append("".join(run))
+
+
+def word_block_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> BlockTest | None:
+    """For a regex holding a word (``required_words``): the steps of a block whose text may
+    match it. A step's transcript is its lines' texts, so the word is in its bytes, except
+    in a step whose bytes cannot show that (``Block.unusual``: a ``\\u`` escape, non-ASCII
+    text, an event whose text is made up when shown); those may match. None for a regex
+    without such a word (every step is decoded)."""
+    words = required_words(pattern)
+    if not words:
+        return None
+    text = max(words, key=len)
+    word = text.encode("ascii")
+    fold = not case_sensitive or "(?" in pattern  # (?i) inside: look case-blind
+    if fold:
+        word = word.lower()
+    invalid_too = made_up and not word_is_plain(text)
+    return lambda block: block.steps_holding(word, lowered=fold) | block.unusual(invalid_too, fold)
+
+
+_NUMBER_WORD = re.compile(r"[0-9eE]*|inf|nan|infinity", re.IGNORECASE)
+
+
+def _note_words() -> str | None:
+    """Every word a step's shown text can hold that is not copied from its lines: the
+    words of the texts made up when shown (``state``: an approval, a replay, a pause...)
+    and of the note of a raw record made from an invalid or unknown event (``events``: the
+    validation's messages, field and type names), and how Python shows values (``True``,
+    ``None``); lowercased, in one string. Read from those modules' string literals (their
+    docstrings left out); None when their source cannot be read."""
+    words = {"True", "False", "None", "NoneType", "str", "int", "float", "bool", "list", "dict", "tuple"}
+    for module in (ev, state):
+        if module.__file__ is None:
+            return None
+        try:
+            tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            return None
+        docstrings = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body
+                if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                    docstrings.add(id(body[0].value))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                words.add(node.target.id)  # a field: validation messages name it
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                words.update(re.findall(r"[A-Za-z0-9_]+", node.value))
+    return " ".join(sorted(word.lower() for word in words))
+
+
+_NOTE_WORDS: str | None = None
+
+
+def word_is_plain(word: str) -> bool:
+    """Can ``word`` be in a step's transcript only as its bytes hold it, even where an
+    invalid event becomes a raw record? Not when a validation message could say it, nor
+    for digits (``1e5`` is shown as ``100000.0``)."""
+    global _NOTE_WORDS
+    if _NOTE_WORDS is None:
+        _NOTE_WORDS = _note_words() or ""
+    if not _NOTE_WORDS or _NUMBER_WORD.fullmatch(word):
+        return False
+    return word.lower() not in _NOTE_WORDS
+
+
+def name_block_test(names: list[str], or_shown: bool = False) -> BlockTest:
+    """``may_name`` over a block."""
+    spellings = tuple(s for name in names for s in name_spellings(name))
+
+    def test(block: Any) -> set[int]:
+        found: set[int] = set()
+        for spelling in spellings:
+            found |= block.steps_holding(spelling)
+        if or_shown:
+            found |= block.steps_matching(_ODD_TOOL.search)
+        return found
+
+    return test
+
+
+def per_step_block_test(test: BytesTest) -> BlockTest:
+    """A step test run on each step of a block (for tests with no block form)."""
+
+    def run(block: Any) -> set[int]:
+        if not block.data:
+            return set(range(block.first, block.last + 1))
+        data = block.data
+        found: set[int] = set()
+        for step in range(block.first, block.last + 1):
+            start, stop = block.span(step)
+            if test(step, data[start:stop]):
+                found.add(step)
+        return found
+
+    return run
+
+
+def eventful_block_test(block: Any) -> set[int]:
+    """The steps of a block that may stop an automatic break (the scan's candidates)."""
+    return set(block.candidates)

@@ -26,12 +26,13 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
-from agentdbg.model.runs import Advancing, RawSteps, RunView
+from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
 from agentdbg.model.state import RunState, StepRecord
 
 END_OF_RUN = "end of run"
@@ -163,6 +164,9 @@ class DebugSession:
         Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
+        may_stop = self._block_test()
+        if may_stop is not None:
+            return self._scan_blocks(may_stop, True, cancel, progress)
         step_bytes, cannot_stop = self._skipping()
         # An engine step costs far more than a look at the flag: a live run checks each step.
         check_every, report_every = (1, LIVE_PROGRESS_EVERY) if self.is_live else (CANCEL_EVERY, PROGRESS_EVERY)
@@ -199,6 +203,9 @@ class DebugSession:
         (``START_OF_RUN``). Returns None, cursor unchanged, when ``cancel`` is set."""
         run = self.run
         register = self.breakpoints.register_hit
+        may_stop = self._block_test()
+        if may_stop is not None:
+            return self._scan_blocks(may_stop, False, cancel, progress)
         step_bytes, cannot_stop = self._skipping()
         for step in range(min(self.cursor, run.step_count + 1) - 1, 0, -1):
             if step % CANCEL_EVERY == 0:
@@ -218,6 +225,53 @@ class DebugSession:
             return None
         self.cursor = 1 if run.step_count else 0
         return Stop(self.cursor, [START_OF_RUN])
+
+    def _block_test(self) -> Callable[[Any], set[int]] | None:
+        """The breakpoints' block test, for a trace file's run that reads its steps a block
+        at a time (``StepBlocks``); None when a continue must go step by step."""
+        if not isinstance(self.run, StepBlocks) or isinstance(self.run, Advancing):
+            return None
+        return self.breakpoints.block_test()
+
+    def _scan_blocks(self, may_stop: Callable[[Any], set[int]], forward: bool, cancel: threading.Event | None,
+                     progress: Callable[[int], None] | None) -> Stop | None:
+        """A continue over a trace file a block of steps at a time (``run.step_blocks``):
+        only the steps the breakpoints' block test cannot rule out are decoded. The same
+        stops as stepping through every step."""
+        run = self.run
+        assert isinstance(run, StepBlocks)
+        step_blocks = run.step_blocks
+        register = self.breakpoints.register_hit
+        if forward:
+            first, last = self.cursor + 1, run.step_count
+        else:
+            first, last = 1, min(self.cursor, run.step_count + 1) - 1
+        while first <= last:
+            for block in step_blocks(first, last, reverse=not forward):
+                if cancel is not None and cancel.is_set():
+                    return None
+                if progress is not None:
+                    progress(block.first if forward else block.last)
+                for done, step in enumerate(sorted(may_stop(block), reverse=not forward), 1):
+                    if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+                        return None  # (a block may hold thousands of steps to decode)
+                    reasons = register(run.record(step))
+                    if reasons:
+                        self.cursor = step
+                        return Stop(step, reasons)
+            if not forward:
+                break
+            first, last = last + 1, run.step_count  # steps indexed meanwhile
+        if cancel is not None and cancel.is_set():
+            return None
+        if not forward:
+            self.cursor = 1 if run.step_count else 0
+            return Stop(self.cursor, [START_OF_RUN])
+        # The last step scanned, not step_count read again: an index that grew meanwhile
+        # must not let the cursor jump past steps nobody looked at.
+        last = first - 1
+        self.cursor = last
+        return Stop(last, [END_OF_RUN if run.complete and last >= run.step_count else END_OF_INDEXED])
 
     # --- search ----------------------------------------------------------------------
 
@@ -240,6 +294,10 @@ class DebugSession:
         if count == 0:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
+        may_match = (quick.word_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
+                     if isinstance(self.run, StepBlocks) else None)
+        if may_match is not None:
+            return self._search_blocks(pattern, may_match, forward, origin, count, wrap, cancel, progress)
         if forward:
             order: Iterable[int] = range(origin + 1, count + 1)
             if wrap:
@@ -260,6 +318,32 @@ class DebugSession:
                     continue
             if pattern.found(transcript_text(self.run.record(step))):
                 return step
+        return None
+
+    def _search_blocks(self, pattern: regex.Pattern, may_match: Callable[[Any], set[int]], forward: bool, origin: int,
+                       count: int, wrap: bool, cancel: threading.Event | None,
+                       progress: Callable[[int], None] | None) -> int | None:
+        """``search`` over a trace file a block of steps at a time: only the steps whose
+        bytes may hold the pattern's word are decoded (``quick.word_block_test``)."""
+        if forward:
+            spans = [(origin + 1, count)] + ([(1, min(origin, count))] if wrap else [])
+        else:
+            spans = [(1, min(origin, count + 1) - 1)] + ([(max(origin, 1), count)] if wrap else [])
+        run = self.run
+        assert isinstance(run, StepBlocks)
+        for first, last in spans:
+            if first > last:
+                continue
+            for block in run.step_blocks(first, last, reverse=not forward):
+                if cancel is not None and cancel.is_set():
+                    return None
+                if progress is not None:
+                    progress(block.first if forward else block.last)
+                for done, step in enumerate(sorted(may_match(block), reverse=not forward), 1):
+                    if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+                        return None
+                    if pattern.found(transcript_text(self.run.record(step))):
+                        return step
         return None
 
     def describe(self) -> str:

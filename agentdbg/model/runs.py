@@ -9,7 +9,7 @@ A ``Document`` is what was opened: one or more runs plus the problems found read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -65,6 +65,16 @@ class RawSteps(Protocol):
 
     def step_bytes(self, step: int) -> bytes | None:
         """Step ``step``'s lines as written (None when not at hand)."""
+
+
+@runtime_checkable
+class StepBlocks(Protocol):
+    """A file-backed run whose steps can be read a few MiB at a time, each block with the
+    steps that may matter (``agentdbg.trace.scan``): a full scan decodes only those."""
+
+    def step_blocks(self, first: int = 1, last: int | None = None, *, strict: bool = False,
+                    reverse: bool = False) -> Iterator[Any]:
+        """Blocks of steps ``first``..``last`` (``agentdbg.trace.scan.Block``)."""
 
 
 @runtime_checkable

@@ -31,20 +31,20 @@ import re
 import threading
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
+from agentdbg.cache import LRUCache
 from agentdbg.engine import events as ev
 from agentdbg.files import OpenError, open_regular, read_head, size_text, unreadable_text
 from agentdbg.model.runs import Document, Problem
 from agentdbg.model.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.trace import format as fmt
+from agentdbg.trace import scan
 from agentdbg.trace.follow import Follower
 from agentdbg.trace.locking import writer_holds
-from agentdbg.trace.tally import fold_steps
 
 SNIFF_BYTES = 64 * 1024
 MAX_LINE_BYTES = 8 * 1024 * 1024  # longer lines are reported and shown as a preview, not decoded
@@ -664,7 +664,7 @@ class TraceRuns(Sequence[Any]):
     def __init__(self, source: _Source, index: TraceIndex):
         self._source = source
         self._index = index
-        self._made: OrderedDict[int, TraceRun] = OrderedDict()
+        self._made: LRUCache[int, TraceRun] = LRUCache(RUN_CACHE)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -685,12 +685,9 @@ class TraceRuns(Sequence[Any]):
             raise IndexError(f"no run {item}: the file has {count} runs")
         with self._lock:
             run = self._made.get(number)
-            if run is not None:
-                self._made.move_to_end(number)
-                return run
-            run = self._made[number] = TraceRun(self._source, self._index, number)
-            if len(self._made) > RUN_CACHE:
-                self._made.popitem(last=False)
+            if run is None:
+                run = TraceRun(self._source, self._index, number)
+                self._made.set(number, run)
             return run
 
     def __eq__(self, other: object) -> bool:
@@ -719,8 +716,8 @@ class TraceRun:
         self.number = run + 1
         self._info: RunInfo | None = None
         self._header: list[ev.Event] | None = None
-        self._records: OrderedDict[int, tuple[int, StepRecord]] = OrderedDict()  # step -> (where it ended, record)
-        self._states: OrderedDict[int, RunState] = OrderedDict()
+        self._records: LRUCache[int, tuple[int, StepRecord]] = LRUCache(RECORD_CACHE)  # step -> (its end, record)
+        self._states: LRUCache[int, RunState] = LRUCache(STATE_CACHE)
         self._bad_checkpoints: set[int] = set()
         self._milestones: dict[int, RunState] = {}
         self._milestone_steps: list[int] = []
@@ -867,21 +864,18 @@ class TraceRun:
         with self._cache_lock:
             cached = self._records.get(step)
             if cached is not None and cached[0] == end:
-                self._records.move_to_end(step)
                 return cached[1]
         record = StepRecord.from_events(step, self._source.decode_span(start, end, step))
         with self._cache_lock:
             if cached is not None:  # the step grew (a followed file): what was derived from it goes
                 self._forget_from(step)
-            self._records[step] = (end, record)
-            if len(self._records) > RECORD_CACHE:
-                self._records.popitem(last=False)
+            self._records.set(step, (end, record))
         return record
 
     def _forget_from(self, step: int) -> None:
         """Drop the states derived from ``step`` on (call with the cache lock held)."""
-        for number in [n for n in self._states if n >= step]:
-            del self._states[number]
+        for number in [n for n in self._states.keys() if n >= step]:
+            self._states.discard(number)
         for number in [n for n in self._milestones if n >= step]:
             del self._milestones[number]
         self._milestone_steps = [n for n in self._milestone_steps if n < step]
@@ -895,6 +889,25 @@ class TraceRun:
         if end - start > self._source.max_line_bytes:
             return None
         return self._source.pread(end - start, start)
+
+    def step_blocks(self, first: int = 1, last: int | None = None, *, strict: bool = False,
+                    reverse: bool = False) -> Iterator[scan.Block]:
+        """Steps ``first``..``last`` (default: the last indexed) read a few MiB at a time,
+        each block with the steps that may matter (``agentdbg.trace.scan``): a full scan
+        decodes only those. Steps indexed now; a followed run's newest step ends where the
+        file ends now."""
+        count = self.step_count
+        last = count if last is None else min(last, count)
+        first = max(first, 1)
+        if last < first:
+            return iter(())
+        index = self._index
+        with index.lock:
+            base, _ = index._run_steps(self._run)
+            starts = index.steps[base + first - 1:base + last]
+        _, end = self._span(last)
+        return scan.blocks(starts, min(end, self._source.data_end), first, self._source.pread, strict=strict,
+                           reverse=reverse)
 
     def iter_records(self, start: int = 1) -> Iterator[StepRecord]:
         """Every step from ``start``, waiting for the index as needed (for streaming output)."""
@@ -915,7 +928,6 @@ class TraceRun:
         with self._cache_lock:
             cached = self._states.get(step)
             if cached is not None:
-                self._states.move_to_end(step)
                 return cached
         base_step, state = self._base_state(step)
         for number in range(base_step + 1, step + 1):
@@ -933,19 +945,11 @@ class TraceRun:
         base_step, base_state = self._base_state(count)
         if count - base_step <= FAST_FOLD_AFTER:
             return Tally.from_state(self.state_at(count))
-        index = self._index
-        with index.lock:
-            first, _ = index._run_steps(self._run)
-            offsets = index.steps[first + base_step:first + count]
-        _, end = self._span(count)
-        return fold_steps(Tally.from_state(base_state), base_step + 1, offsets, min(end, self._source.data_end),
-                          self._source.pread, self.record)
+        return scan.fold_tally(self, Tally.from_state(base_state), base_step + 1, count)
 
     def _keep_state(self, step: int, state: RunState, milestone: bool = False) -> None:
         with self._cache_lock:
-            self._states[step] = state
-            if len(self._states) > STATE_CACHE:
-                self._states.popitem(last=False)
+            self._states.set(step, state)
             # Every CHECKPOINT_EVERY steps a state is kept for good: a file without
             # checkpoints gets the same cheap random access once it has been read through.
             if (milestone or step % fmt.CHECKPOINT_EVERY == 0) and step not in self._milestones:

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
+from agentdbg.engine import events as ev
 from agentdbg.model.state import StepRecord, Tally
 
 # A step larger than this is decoded the ordinary way. Small enough that such a step has
 # far fewer lines than the reader's cap on events per step (a line is at least 26 bytes).
 FAST_STEP_BYTES = 64 * 1024
-READ_BYTES = 1024 * 1024  # steps are read this much at a time
 
 _INT = rb"(?:0|[1-9][0-9]*)"
 _SIGNED = rb"-?(?:0|[1-9][0-9]*)"
@@ -70,6 +70,15 @@ _STEP = re.compile(
     rb'\{"type":"step","step":' + _INT + rb"\}\n"
     + rb'(?:\{"type":"(?:(?:' + rb"|".join(_KINDS) + rb')\}\n|checkpoint",[^\n]*\n))*')
 
+# The tool of a plain step's action (a plain step has at most one), and a guards line.
+ACTION_TOOL = re.compile(rb'\n\{"type":"action","step":[0-9]+,"tool":("[^"\\]*(?:\\.[^"\\]*)*")')
+GUARDS_LINE = b'\n{"type":"guards",'
+
+_GROUPS = _STEP.groupindex
+_OBSERVATION, _FAILED, _GUARDS, _REPEATS = (_GROUPS[name] for name in ("observation", "failed", "guards", "repeats"))
+_TRIPPED, _ANSWER, _OUTCOME, _PARSE, _ERROR = (_GROUPS[name] for name in ("tripped", "answer", "outcome", "parse",
+                                                                            "error"))
+
 _scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
@@ -78,51 +87,62 @@ def _value(data: bytes) -> Any:
     return _scan(data.decode("utf-8", "replace"), 0)[0]
 
 
-def fold_steps(tally: Tally, first: int, offsets: Sequence[int], end: int, pread: Callable[[int, int], bytes],
-               record: Callable[[int], StepRecord]) -> Tally:
-    """Fold steps ``first``, ``first + 1``, ... into ``tally``: step ``first + i`` is the
-    bytes from ``offsets[i]`` to the next offset (``end`` for the last). ``record(n)``
-    decodes step n the ordinary way, for a step the pattern does not take."""
-    calls = tally.tool_calls
-    names: dict[bytes, str] = {}
-    pending: bytes | None = None  # the last guards line, applied only when needed: the
-    # counters it sets are replaced by the next step's, so only the last one is decoded
+class Folder:
+    """Folds steps into a ``Tally`` in order: ``step`` one step's bytes (or its record),
+    ``plain`` a stretch of plain steps (``agentdbg.trace.scan``), ``finish`` at the end."""
 
-    def apply_pending() -> None:
-        nonlocal pending
-        if pending is not None:
-            guards = _value(b'{"type":"' + pending + b"}")
+    def __init__(self, tally: Tally, record: Callable[[int], StepRecord]):
+        self.tally = tally
+        self.record = record
+        self.names: dict[bytes, str] = {}
+        # The last guards line, applied only when needed: the counters it sets are
+        # replaced by the next step's, so only the last one is decoded.
+        self.pending: bytes | None = None
+
+    def apply_pending(self) -> None:
+        if self.pending is not None:
+            tally = self.tally
+            guards = _value(b'{"type":"' + self.pending + b"}")
             tally.steps, tally.repeats = guards.get("steps", [0, None]), guards.get("repeats", [0, None])
             tally.errors, tally.tokens = guards.get("errors", [0, None]), guards.get("tokens", [0, None])
             tally.step_tokens = guards.get("step_tokens", 0)
-            pending = None
+            self.pending = None
 
-    block, block_start = b"", 0
-    for k, start in enumerate(offsets):
-        number = first + k
-        stop = offsets[k + 1] if k + 1 < len(offsets) else end
+    def _name(self, tool: bytes) -> str:
+        name = self.names.get(tool)
+        if name is None:
+            name = self.names[tool] = _value(tool)
+        return name
+
+    def _no_guards(self, number: int) -> None:
+        tally = self.tally
+        self.apply_pending()
+        tally.steps, tally.repeats, tally.step_tokens = [number, tally.steps[1]], [0, tally.repeats[1]], 0
+
+    def decoded(self, number: int) -> None:
+        self.apply_pending()
+        self.tally.add(self.record(number))
+
+    def step(self, number: int, data: bytes, start: int, stop: int) -> None:
+        """Step ``number``, ``data[start:stop]``; decoded when the pattern does not take it."""
         match = None
         if stop - start <= FAST_STEP_BYTES:
-            if not (block_start <= start and stop <= block_start + len(block)):
-                block, block_start = pread(max(READ_BYTES, stop - start), start), start
-            step = block[start - block_start:stop - block_start]
-            if len(step) == stop - start:  # (shorter: the file shrank; the ordinary way reports it)
-                if not step.endswith(b"\n"):
-                    step += b"\n"  # a last line without its newline is read all the same
-                match = _STEP.fullmatch(step)
+            if data[stop - 1:stop] == b"\n":
+                match = _STEP.fullmatch(data, start, stop)
+            else:  # a last line without its newline is read all the same
+                match = _STEP.fullmatch(data[start:stop] + b"\n")
         if match is None:
-            apply_pending()
-            tally.add(record(number))
-            continue
+            self.decoded(number)
+            return
+        tally = self.tally
+        calls = tally.tool_calls
         tool = match.group("tool")
         observation = match.start("observation")
         failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"
         step_error = match.start("error") >= 0
         parse_error = match.start("parse") >= 0
         if tool is not None:
-            name = names.get(tool)
-            if name is None:
-                name = names[tool] = _value(tool)
+            name = self._name(tool)
             made, bad = calls.get(name, (0, 0))
             calls[name] = [made + 1, bad + (1 if step_error or failed else 0)]
         if step_error or parse_error or failed:
@@ -132,13 +152,12 @@ def fold_steps(tally: Tally, first: int, offsets: Sequence[int], end: int, pread
         answer = match.group("answer")
         guards_at = match.start("guards")
         if guards_at >= 0:
-            pending = match.group("guards")
+            self.pending = match.group("guards")
             repeats = match.group("repeats") if match.start("repeats") > guards_at else None
             if answer is None and repeats is not None and repeats not in (b"0", b"1"):
                 tally.repeat_count += 1
         else:
-            apply_pending()
-            tally.steps, tally.repeats, tally.step_tokens = [number, tally.steps[1]], [0, tally.repeats[1]], 0
+            self._no_guards(number)
         tally.step = number
         tripped = match.group("tripped")
         if tripped is not None:
@@ -148,5 +167,96 @@ def fold_steps(tally: Tally, first: int, offsets: Sequence[int], end: int, pread
         outcome = match.group("outcome")
         if outcome is not None:
             tally.outcome = _value(outcome)
-    apply_pending()
-    return tally
+
+    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int]) -> None:
+        """Plain steps up to ``last``, ``data[start:stop]``: each calls at most one tool and
+        changes no other counter but the guard counters (the last guards line's, or a
+        step's without one). ``guards_step(at)`` is the step holding offset ``at``."""
+        calls = self.tally.tool_calls
+        counted: dict[bytes, int] = {}
+        for tool in ACTION_TOOL.findall(data, start, stop):
+            counted[tool] = counted.get(tool, 0) + 1
+        for tool, times in counted.items():
+            name = self._name(tool)
+            made, bad = calls.get(name, (0, 0))
+            calls[name] = [made + times, bad]
+        at = data.rfind(GUARDS_LINE, start, stop)
+        if at >= 0:
+            line_end = data.find(b"\n", at + 1, stop)
+            line = data[at + 1:line_end if line_end >= 0 else stop]
+            self.pending = line[len(b'{"type":"'):-1]
+            if guards_step(at + 1) < last:
+                self._no_guards(last)
+        else:
+            self._no_guards(last)
+        self.tally.step = last
+
+    def finish(self) -> Tally:
+        self.apply_pending()
+        return self.tally
+
+
+class _Counters:
+    __slots__ = ("repeats",)
+
+    def __init__(self, repeats: list[int | None]) -> None:
+        self.repeats = repeats
+
+
+class Sketch:
+    """A step as far as the checks and automatic breaks read it (``sketch``): the same
+    answers as its ``StepRecord`` for ``parse_error``/``error_kind`` being set, the last
+    observation failing, the repeat count, the trip, the answer and the end; the texts of
+    errors and observations are left empty (decode the step for those)."""
+
+    __slots__ = ("step", "parse_error", "error_kind", "observation", "observation_error", "guards", "tripped",
+                 "answer", "end")
+    error = None
+    tool = None
+    call = ""
+    output = ""
+    approval = None
+    decision = None
+    raw = ()
+
+    def __init__(self, step: int, parse_error: str | None, error_kind: str | None, observation: str | None,
+                 observation_error: bool, guards: _Counters | None, tripped: ev.GuardTripped | None,
+                 answer: str | None, end: ev.RunEnd | None) -> None:
+        self.step, self.parse_error, self.error_kind = step, parse_error, error_kind
+        self.observation, self.observation_error, self.guards = observation, observation_error, guards
+        self.tripped, self.answer, self.end = tripped, answer, end
+
+    is_error = StepRecord.is_error
+    error_summary = StepRecord.error_summary
+    is_repeat = StepRecord.is_repeat
+
+
+def sketch(number: int, data: bytes, start: int, stop: int) -> Sketch | None:
+    """Step ``number`` (``data[start:stop]``, whole lines) as a ``Sketch``; None when the
+    step is not one the pattern takes: decode it instead."""
+    if stop <= start or data[stop - 1:stop] != b"\n" or stop - start > FAST_STEP_BYTES:
+        return None
+    match = _STEP.fullmatch(data, start, stop)
+    if match is None:
+        return None
+    regs = match.regs  # every group's span in one call: a check sketches many steps
+    observation, failed_at = regs[_OBSERVATION][0], regs[_FAILED][0]
+    failed = observation >= 0 and failed_at > observation and data[failed_at] == 0x74  # "true"
+    guards_at = regs[_GUARDS][0]
+    guards = None
+    if guards_at >= 0:
+        repeats_at, repeats_end = regs[_REPEATS]
+        guards = _Counters([int(data[repeats_at:repeats_end]) if repeats_at > guards_at else 0, None])
+    tripped, answer, outcome = regs[_TRIPPED][0], regs[_ANSWER][0], regs[_OUTCOME][0]
+    return Sketch(
+        number,
+        "" if regs[_PARSE][0] >= 0 else None,
+        "" if regs[_ERROR][0] >= 0 else None,
+        "" if observation >= 0 else None,
+        failed,
+        guards,
+        None if tripped < 0 else ev.GuardTripped(step=number, guard=_value(match.group("guard")),
+                                                 message=_value(match.group("tripped"))),
+        None if answer < 0 else _value(match.group("answer")),
+        None if outcome < 0 else ev.RunEnd(step=number, outcome=_value(match.group("outcome"))),
+    )

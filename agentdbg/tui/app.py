@@ -23,7 +23,6 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
@@ -62,7 +61,6 @@ from agentdbg.tui.widgets.scratchpad import Scratchpad
 from agentdbg.tui.widgets.timeline import Timeline
 from agentdbg.tui.widgets.tools import ToolsPane
 
-POLL_SECONDS = 0.25  # how often a file still being indexed is looked at
 SIDEBAR_WIDTH = (28, 42, 90)  # min, default, max
 PROBLEM_NOTICE_SECONDS = 5.0
 PANES = ("timeline", "tools", "memory", "guards")
@@ -112,13 +110,24 @@ class DebuggerApp(App[None]):
             self.operation = operation
             self.step = step
 
+    # --- messages from a document being read (its index thread) -------------------------
+    class Grew(Message):
+        """The document found more runs or steps (at most every 50 ms, and once at the end)."""
+
+        def __init__(self, document: Document) -> None:
+            super().__init__()
+            self.document = document
+
+    class ProblemsFound(Message):
+        """The document found problems reading the file (one message for a burst)."""
+
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
                  settings: Settings | None = None):
         super().__init__()
         # The user's keymap and theme; none by default (tests and embedding see the defaults).
         self.settings = settings if settings is not None else Settings()
-        self._poll_timer: Timer | None = None
+        self._problems_pending = threading.Event()
         self.document: Document | None = None
         self.run_index = 0
         self.sessions: dict[int, DebugSession] = {}
@@ -181,7 +190,6 @@ class DebuggerApp(App[None]):
             self.show_open_error(error)
         self.query_one(Timeline).focus()
         self.fit_width(self.size.width)
-        self._poll_timer = self.set_interval(POLL_SECONDS, self.poll)
 
     def apply_settings(self) -> None:
         """The user's keymap and theme; a bad keymap entry is a problem (e lists it)."""
@@ -198,8 +206,6 @@ class DebuggerApp(App[None]):
                         severity="warning", timeout=10, markup=False)
 
     def on_unmount(self) -> None:
-        if self._poll_timer is not None:
-            self._poll_timer.stop()
         self.live.close()  # a paused agent goes on
         self.approvals.close()  # a step waiting for a decision ends now, without running the call
         self._cancel.set()  # a continue or search still running stops at its next look
@@ -251,8 +257,37 @@ class DebuggerApp(App[None]):
             self.close_when_idle(old)
         if not document.runs and not getattr(document, "live", False):
             self.problems.append(f"{document.path}: no run found in this file")
+        self._listen_to(document)
         self.live.document_set(document)
         self.show_run()
+        self.report_problems()
+
+    def _listen_to(self, document: Document) -> None:
+        """Hear from a document read in the background (a trace being indexed or followed):
+        its thread posts messages, handled here on the screen's thread; nothing polls."""
+        subscribe = getattr(document, "subscribe", None)
+        if not callable(subscribe):
+            return  # read whole already (an import, a plan run to the end) or a live run
+        post = self.post_message
+        pending = threading.Event()  # a burst of problems is one message
+
+        def found(problem: object) -> None:
+            if not pending.is_set():
+                pending.set()
+                post(self.ProblemsFound())
+
+        self._problems_pending = pending
+        subscribe(on_progress=lambda: post(self.Grew(document)), on_problem=found)
+        post(self.Grew(document))  # what it found before it was listened to
+
+    @on(Grew)
+    def document_grew(self, message: Grew) -> None:
+        if message.document is self.document:
+            self.poll()
+
+    @on(ProblemsFound)
+    def problems_found(self, message: ProblemsFound) -> None:
+        self._problems_pending.clear()
         self.report_problems()
 
     def show_run(self) -> None:
@@ -399,7 +434,8 @@ class DebuggerApp(App[None]):
         self.query_one(StatusLine).say(message, style)
 
     def poll(self) -> None:
-        """A file still being indexed (or a live run moved by a worker) may have grown."""
+        """A file being indexed or followed, or a live run moved by a worker, has grown:
+        the timeline, header and live breaks catch up (called on the document's messages)."""
         try:
             self._poll()
         except NoMatches:  # the screen's widgets are being taken down: the app is quitting
@@ -579,6 +615,7 @@ class DebuggerApp(App[None]):
 
     @on(Progress)
     def worker_progress(self, message: Progress) -> None:
+        self.poll()  # a live run stepped by the worker has grown
         if self.busy:
             self.say(f"{message.operation}… at step {message.step:,} (Esc cancels)", "bold cyan")
 

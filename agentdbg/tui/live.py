@@ -93,9 +93,7 @@ class LiveControl:
         self.document = document
         if not callable(getattr(document, "refresh", None)) or not getattr(document, "following", False):
             return
-        post = self.app.post_message
-        document.subscribe(on_progress=lambda: post(LiveEvent("grew")))
-        self.try_attach()
+        self.try_attach()  # the app hears the file grow (its Grew message) and calls tick
 
     def close(self) -> None:
         self.detach(quiet=True)
@@ -366,8 +364,9 @@ class LiveControl:
                 self._told_error = result
                 self.app.say(f"cannot attach to the agent: {one_line(result, 200)}", "yellow")
             return
-        if result is None:
-            return  # no agent listens (yet)
+        if result is None:  # no agent listens (yet): look again in a while
+            self.app.set_timer(ATTACH_EVERY, self.try_attach)
+            return
         if self.document is None or self.user_detached or self.agent is not None:
             result.detach()
             return

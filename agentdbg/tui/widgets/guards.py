@@ -3,9 +3,8 @@ of tokens per step over the last steps."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from rich.text import Text
+from textual.cache import LRUCache
 
 from agentdbg.model.state import RunState
 from agentdbg.tui.widgets.lines import LinePane
@@ -56,7 +55,7 @@ class GuardsPane(LinePane):
         super().__init__(id=id, classes=classes)
         self.state: RunState | None = None
         self.history: list[int] = []
-        self._tokens: OrderedDict[tuple[int, int], int] = OrderedDict()  # (run id, step) -> tokens
+        self._tokens: LRUCache[tuple[int, int], int] = LRUCache(4 * HISTORY)  # (run id, step) -> tokens
 
     def show(self, run, state: RunState | None) -> None:
         self.state = state
@@ -75,9 +74,7 @@ class GuardsPane(LinePane):
                     tokens = run.record(number).step_tokens
                 except (IndexError, ValueError, OSError):
                     tokens = 0
-                self._tokens[key] = tokens
-                if len(self._tokens) > 4 * HISTORY:
-                    self._tokens.popitem(last=False)
+                self._tokens.set(key, tokens)
             values.append(tokens)
         return values
 

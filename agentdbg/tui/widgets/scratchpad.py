@@ -11,9 +11,8 @@ back and the recent turns, not the whole transcript.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.strip import Strip
 
 from agentdbg.debugger.find import Query
@@ -62,7 +61,7 @@ class Scratchpad(LinePane):
         self.empty_message: Text | None = None
         self.first_shown = 0
         self._current_start_line = 0
-        self._blocks: OrderedDict[tuple, list[Strip]] = OrderedDict()
+        self._blocks: LRUCache[tuple[int, int, bool, bool, int, str | None], list[Strip]] = LRUCache(BLOCK_CACHE)
         self.highlight: Query | None = None  # the last search, its matches picked out
 
     def set_highlight(self, query: Query | None) -> None:
@@ -175,8 +174,8 @@ class Scratchpad(LinePane):
 
     def forget_from(self, step: int) -> None:
         """Steps from ``step`` on are read again (a run still being written)."""
-        for key in [k for k in self._blocks if k[1] >= step]:
-            del self._blocks[key]
+        for key in [k for k in self._blocks.keys() if k[1] >= step]:
+            self._blocks.discard(key)
         if self.step >= step:
             self.rebuild()
 
@@ -185,16 +184,13 @@ class Scratchpad(LinePane):
         key = (id(run), step, current, self.folded, width, self.highlight.text if self.highlight else None)
         block = self._blocks.get(key)
         if block is not None:
-            self._blocks.move_to_end(key)
             return block
         try:
             record = run.record(step)
         except (IndexError, ValueError, OSError):
             return None
         block, _ = wrap(self._block(record, current, width), width, self.app.console, self.rich_style)
-        self._blocks[key] = block
-        if len(self._blocks) > BLOCK_CACHE:
-            self._blocks.popitem(last=False)
+        self._blocks.set(key, block)
         return block
 
     def _block(self, record: StepRecord, current: bool, width: int) -> list[Text]:

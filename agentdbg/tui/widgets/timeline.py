@@ -7,7 +7,6 @@ read from the run lazily and kept in a small cache.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -124,9 +124,9 @@ class Timeline(ScrollView, can_focus=True):
         self.cursor = 0
         self.step_count = 0
         self.breakpoint_marker: Callable[[int], str] = lambda step: ""
-        self._rows: OrderedDict[int, Row] = OrderedDict()
+        self._rows: LRUCache[int, Row] = LRUCache(ROW_CACHE_SIZE)
         self._styles: dict[str, Style] = {}
-        self._strips: OrderedDict[tuple, Strip] = OrderedDict()  # painted rows
+        self._strips: LRUCache[tuple[int, bool, int], Strip] = LRUCache(ROW_CACHE_SIZE)  # painted rows
 
     # --- what is shown -------------------------------------------------------------
     def show_run(self, run, marker: Callable[[int], str] | None = None) -> None:
@@ -158,10 +158,10 @@ class Timeline(ScrollView, can_focus=True):
     def forget_from(self, step: int) -> None:
         """Rows from ``step`` on are read again (a run still being written: its newest
         step may have grown)."""
-        for number in [n for n in self._rows if n >= step]:
-            del self._rows[number]
-        for key in [k for k in self._strips if k[0] >= step]:
-            del self._strips[key]
+        for number in [n for n in self._rows.keys() if n >= step]:
+            self._rows.discard(number)
+        for key in [k for k in self._strips.keys() if k[0] >= step]:
+            self._strips.discard(key)
         self.refresh()
 
     def refresh_gutter(self) -> None:
@@ -191,7 +191,6 @@ class Timeline(ScrollView, can_focus=True):
         """The row for ``step``, read once and cached (None when not readable yet)."""
         cached = self._rows.get(step)
         if cached is not None:
-            self._rows.move_to_end(step)
             return cached
         if self.run is None:
             return None
@@ -200,9 +199,7 @@ class Timeline(ScrollView, can_focus=True):
         except (IndexError, ValueError, OSError):
             return None
         row = Row.from_record(record)
-        self._rows[step] = row
-        if len(self._rows) > ROW_CACHE_SIZE:
-            self._rows.popitem(last=False)
+        self._rows.set(step, row)
         return row
 
     def row_text(self, step: int) -> str:
@@ -229,10 +226,9 @@ class Timeline(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         key = (step, step == self.cursor, width)
         strip = self._strips.get(key)
-        if strip is None:
-            strip = self._strips[key] = self._render_row(step, width).apply_style(base)
-            if len(self._strips) > ROW_CACHE_SIZE:
-                self._strips.popitem(last=False)
+        if strip is None:  # the least recently painted rows go first, not the oldest
+            strip = self._render_row(step, width).apply_style(base)
+            self._strips.set(key, strip)
         return strip
 
     def _render_row(self, step: int, width: int) -> Strip:

@@ -1,0 +1,422 @@
+"""Whole-block byte scans over a run's steps: which steps can matter, without decoding.
+
+A full scan (``check``, ``stats`` without checkpoints, a continue, a search) used to read
+and test a million steps one by one. Most steps are *plain*: written the way agentdbg
+writes them, holding only a step line, thoughts, at most one action, observations that
+are not errors, guard counters whose repeat count is below 2, memory events and
+checkpoint lines. Such a step cannot fail a check, stop an automatic break or change a
+counter other than its tool's call count.
+
+One regular expression recognises a run of plain steps over a whole block of the file
+(a few MiB at a time, RE2: linear, about 400 MB/s, and it lets other threads run); where it
+stops, the step it stopped in is a *candidate*, and the scan resumes at the next step. The
+caller decodes (or classifies, ``tally``) only the candidates. The pattern accepts only
+lines that are valid events (the same grammar as ``agentdbg.trace.tally``), so a damaged
+line is always a candidate.
+
+``strict`` scans (``check``, whose result lists damaged lines) also prove what the
+grammar cannot: that every line of a step carries the step's number, and that the block
+is valid UTF-8; a step that fails either is a candidate too, to be decoded the ordinary
+way so that it reports its problems exactly as a full decode would.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from operator import sub
+from typing import Any
+
+from agentdbg.model.state import StepRecord, Tally
+from agentdbg.trace import tally
+from agentdbg.trace.format import CHECKPOINT_PREFIX
+from agentdbg.trace.tally import (
+    _COUNTER,
+    _FLAT_OBJECT,
+    _INT,
+    _RESULT,
+    _SIGNED,
+    _STR,
+    _TEXTS,
+    FAST_STEP_BYTES,
+    _optional,
+)
+
+try:
+    import re2 as _re2
+except ImportError:  # pragma: no cover - a platform without its wheels: Python's engine (tested)
+    _re2 = None
+
+BLOCK_BYTES = 4 * 1024 * 1024  # a scan reads this much of the file at a time
+
+# The lines of a plain step, after '{"type":"' (see the module docstring).
+_QUIET = [
+    rb'thought","step":' + _INT + rb',"text":' + _STR,
+    rb'observation","step":' + _INT + rb',"text":' + _STR + rb'(?:,"error":false)?' + _optional(b"id", _STR),
+    rb'guards","step":' + _INT + _optional(b"steps", _COUNTER)
+    + rb'(?:,"repeats":\[[01],(?:' + _INT + rb"|null)\])?"
+    + _optional(b"errors", _COUNTER) + _optional(b"tokens", _COUNTER) + _optional(b"step_tokens", _SIGNED),
+    rb'memory_recall","step":' + _INT + rb',"query":' + _STR
+    + _optional(b"results", rb"\[(?:" + _RESULT + rb"(?:," + _RESULT + rb")*)?\]"),
+    rb'memory_update","step":' + _INT + _optional(b"added", _TEXTS) + _optional(b"evicted", _TEXTS)
+    + _optional(b"summary", rb"(?:" + _STR + rb"|null)") + _optional(b"stored", _TEXTS),
+]
+_ACTION = (rb'action","step":' + _INT + rb',"tool":' + _STR + rb',"args":(?:' + _STR + rb"|" + _FLAT_OBJECT
+           + rb")" + _optional(b"call", _STR) + _optional(b"id", _STR))
+_OTHER_LINE = rb'\{"type":"(?:(?:' + rb"|".join(_QUIET) + rb')\}\n|checkpoint",[^\n]*\n)'
+_PLAIN_STEP = (rb'\{"type":"step","step":' + _INT + rb"\}\n(?:" + _OTHER_LINE + rb")*"
+               + rb'(?:\{"type":"' + _ACTION + rb"\}\n(?:" + _OTHER_LINE + rb")*)?")
+PLAIN_STEPS = rb"(?:" + _PLAIN_STEP + rb")*"
+# Every line of a step carries the number its step line gives (checkpoints: the step they
+# follow, the same number). Python's engine, for the back-reference; linear all the same.
+# (Possessive repeats: nothing to backtrack into, so nothing is saved for it.)
+_SAME_NUMBER = re.compile(rb'(?:\{"type":"step","step":([0-9]+)\}\n(?:\{"type":"[a-z_]+","step":\1[,}][^\n]*+\n)*+)*+')
+
+
+# Steps whose transcript is their lines' texts as written (no approval, replay, operation,
+# pause or raw record, whose texts are made up when shown; an action's arguments as text,
+# not an object shown as a Python value): a word in their transcript is in their bytes,
+# unless a \u escape spells it.
+_SEARCHABLE_STEPS = (rb'(?:\{"type":"step","step":' + _INT + rb'\}\n(?:\{"type":"(?:(?:'
+                     + rb"|".join(re.sub(rb"\(\?P<\w+>", b"(?:", kind).replace(b"|" + _FLAT_OBJECT, b"")
+                                  for kind in tally._KINDS)
+                     + rb')\}\n|checkpoint",[^\n]*\n))*)*')
+
+
+def _match_end(pattern: re.Pattern[bytes], data: bytes, start: int, stop: int) -> int:
+    match = pattern.match(data, start, stop)
+    return start if match is None else match.end()
+
+
+def _compile_prefix(pattern: bytes) -> Callable[[bytes, int, int], int]:
+    """``end(data, start, stop)``: where the longest match of ``pattern`` from ``start`` ends."""
+    if _re2 is None:
+        compiled = re.compile(pattern)
+        return lambda data, start, stop: _match_end(compiled, data, start, stop)
+    options = _re2.Options()
+    options.longest_match = True  # the longest run of steps, not the first
+    options.max_mem = 64 << 20  # room for the DFA of a long alternation
+    options.encoding = _re2.Options.Encoding.LATIN1  # bytes as they are (UTF-8 is checked apart)
+    plain = _re2.compile(pattern, options)
+    raw = getattr(plain, "_regexp", None)
+    anchor = getattr(getattr(_re2, "_Anchor", None), "ANCHOR_START", None)
+    if raw is None or anchor is None:  # another version of the binding: its public API
+        return lambda data, start, stop: plain.match(data, start, stop).end()
+    match = raw.Match  # the binding's own call, without its generator per match
+    return lambda data, start, stop: max(start, match(anchor, data, start, stop)[0][1])
+
+
+plain_end = _compile_prefix(PLAIN_STEPS)
+_searchable_end: Callable[[bytes, int, int], int] | None = None  # compiled when first needed
+Search = Callable[[bytes, int, int], Any]  # a compiled pattern's search(data, pos, endpos)
+
+
+def _compile_search(pattern: bytes) -> Search:
+    if _re2 is None:
+        return re.compile(pattern).search
+    options = _re2.Options()
+    options.encoding = _re2.Options.Encoding.LATIN1
+    search: Search = _re2.compile(pattern, options).search
+    return search
+
+
+_non_ascii_search = _compile_search(rb"[^\x00-\x7f]")
+_escape_search: Search | None = _compile_search(rb"\\u") if _re2 is not None else None  # RE2 skips to each backslash
+
+
+@dataclass
+class Block:
+    """Whole steps read from the file: step ``first + i`` is ``data[starts[i] - base:
+    starts[i + 1] - base]`` (``starts`` has one more entry, the end)."""
+
+    first: int
+    base: int
+    data: bytes
+    starts: list[int]
+    strict: bool = False
+    _candidates: list[int] | None = None
+    _suspect: set[int] = field(default_factory=set)
+    _unusual: dict[tuple[bool, bool], set[int]] | None = None
+    _lowered: bytes | None = None
+
+    @property
+    def candidates(self) -> list[int]:
+        """The steps not proven plain, in order (see ``classify``)."""
+        if self._candidates is None:
+            classify(self)
+        assert self._candidates is not None
+        return self._candidates
+
+    @property
+    def suspect(self) -> set[int]:
+        """Candidates to decode the ordinary way (too large, unreadable, a line cut off;
+        in a strict scan also a step number or UTF-8 that the grammar cannot prove)."""
+        if self._candidates is None:
+            classify(self)
+        return self._suspect
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.starts) - 2
+
+    def step_at(self, offset: int) -> int:
+        """The step whose bytes hold ``data[offset]``."""
+        return self.first + bisect_right(self.starts, offset + self.base) - 1
+
+    def unusual(self, invalid_too: bool = True, folded: bool = True) -> set[int]:
+        """Steps whose transcript may hold a word their bytes do not, for a word that none
+        of the texts made up when shown (an approval, a replay, an operation, a pause, a
+        call shown as a Python value: ``quick.word_is_plain``) can hold by itself: a
+        character spelled with a \\u escape or shown escaped (DEL), non-ASCII text when
+        ``folded`` (Unicode case folding matches ASCII letters to others). With
+        ``invalid_too``, also every step not of the searchable grammar
+        (``_SEARCHABLE_STEPS``): an invalid or unknown event is a raw record whose note
+        says what is wrong in words of its own."""
+        key = (invalid_too, folded)
+        if self._unusual is None:
+            self._unusual = {}
+        cached = self._unusual.get(key)
+        if cached is not None:
+            return cached
+        data, stop = self.data, len(self.data)
+        if not data:
+            found = set(range(self.first, self.last + 1))
+        else:
+            found = set(self._suspect)  # (too large, cut off)
+            if _escape_search is not None:
+                found |= self.steps_matching(_escape_search)
+            elif b"\\u" in data:
+                found |= self.steps_holding(b"\\u")
+            if b"\x7f" in data:
+                found |= self.steps_holding(b"\x7f")
+            if folded and not data.isascii():
+                found |= self.steps_matching(_non_ascii_search)
+            if invalid_too:
+                global _searchable_end
+                if _searchable_end is None:
+                    _searchable_end = _compile_prefix(_SEARCHABLE_STEPS)
+                searchable_end = _searchable_end
+                found |= {self.first + i for i in _failures(self.starts, self.base, stop,
+                                                            lambda at: searchable_end(data, at, stop))}
+        self._unusual[key] = found
+        return found
+
+    def steps_matching(self, search: Search) -> set[int]:
+        """Steps where ``search(data, pos, endpos)`` (a compiled pattern's ``search``) finds
+        something outside checkpoint lines (never part of a step's record); each step is
+        looked at once."""
+        found = set()
+        data, stop = self.data, len(self.data)
+        at = 0
+        while at < stop:
+            match = search(data, at, stop)
+            if match is None:
+                break
+            where = match.start()
+            if data.startswith(CHECKPOINT_PREFIX, data.rfind(b"\n", 0, where) + 1):
+                line_end = data.find(b"\n", where)
+                at = stop if line_end < 0 else line_end + 1
+                continue
+            step = self.step_at(where)
+            found.add(step)
+            at = self.starts[step - self.first + 1] - self.base
+        return found
+
+    def span(self, step: int) -> tuple[int, int]:
+        """The step's bytes as ``data`` offsets."""
+        i = step - self.first
+        return self.starts[i] - self.base, self.starts[i + 1] - self.base
+
+    def steps_holding(self, needle: bytes, lowered: bool = False) -> set[int]:
+        """Steps whose bytes hold ``needle`` (with ``lowered``, an ASCII-lowercase needle
+        in the bytes as they would be ASCII-lowercased)."""
+        search = _literal_search(needle, lowered)
+        if search is not None:
+            return self.steps_matching(search)
+        found = set()
+        data = self.data
+        if lowered:
+            if self._lowered is None:
+                self._lowered = data.lower()
+            data = self._lowered
+        stop = len(data)
+        at = data.find(needle)
+        while at != -1:
+            step = self.step_at(at)
+            found.add(step)
+            next_start = self.starts[step - self.first + 1] - self.base
+            at = data.find(needle, next_start) if next_start < stop else -1
+        return found
+
+
+@functools.lru_cache(maxsize=64)
+def _literal_search(needle: bytes, folded: bool) -> Search | None:
+    """RE2's search for these bytes (ASCII letters in either case with ``folded``): it
+    skips to the needle's rarest byte, much faster than ``bytes.find`` over a block."""
+    if _re2 is None:
+        return None
+    options = _re2.Options()
+    options.encoding = _re2.Options.Encoding.LATIN1
+    options.case_sensitive = not folded
+    search: Search = _re2.compile(re.escape(needle), options).search
+    return search
+
+
+def _first_in(starts: list[int], cursor: int, stop: int, base: int) -> tuple[int, int]:
+    """Index of the step whose bytes hold ``cursor`` (block offsets), and where the next begins."""
+    i = bisect_right(starts, cursor + base) - 1
+    return i, starts[i + 1] - base if i + 1 < len(starts) else stop
+
+
+def _failures(starts: list[int], base: int, stop: int, prefix_end: Callable[[int], int]) -> list[int]:
+    """Indexes of the steps where a prefix test fails, resuming at the next step each time."""
+    failed = []
+    cursor = 0
+    while cursor < stop:
+        end = prefix_end(cursor)
+        if end >= stop:
+            break
+        i, cursor = _first_in(starts, end, stop, base)
+        failed.append(i)
+    return failed
+
+
+def _utf8_failures(data: bytes, starts: list[int], base: int) -> list[int]:
+    if data.isascii():
+        return []
+    failed = []
+    view = memoryview(data)
+    cursor = 0
+    while cursor < len(data):
+        try:
+            str(view[cursor:], "utf-8")
+            break
+        except UnicodeDecodeError as exc:
+            i, cursor = _first_in(starts, cursor + exc.start, len(data), base)
+            failed.append(i)
+    return failed
+
+
+def classify(block: Block) -> None:
+    """Find the block's candidates: the steps the plain pattern does not take, and its
+    suspects (for a strict scan, also the steps failing the step-number or UTF-8 proof)."""
+    data, starts, base = block.data, block.starts, block.base
+    stop = len(data)
+    found = {block.first + i for i in _failures(starts, base, stop, lambda at: plain_end(data, at, stop))}
+    if block.strict:
+        bad = set(_failures(starts, base, stop, lambda at: _match_end(_SAME_NUMBER, data, at, stop)))
+        bad.update(_utf8_failures(data, starts, base))
+        block._suspect |= {block.first + i for i in bad}
+    found |= block._suspect
+    block._candidates = sorted(found)
+
+
+def _unreadable(block: Block) -> set[int]:
+    """Steps to decode the ordinary way whatever their bytes: too large to be taken whole
+    (the reader's limits apply), or a last line without its newline."""
+    starts = block.starts
+    sizes = list(map(sub, starts[1:], starts[:-1]))
+    found = set()
+    if max(sizes, default=0) > FAST_STEP_BYTES:
+        found = {block.first + i for i, size in enumerate(sizes) if size > FAST_STEP_BYTES}
+    if block.data and not block.data.endswith(b"\n"):
+        found.add(block.last)
+    return found
+
+
+def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, int], bytes],
+           strict: bool = False, reverse: bool = False, block_bytes: int | None = None) -> Iterator[Block]:
+    """The steps ``first, first + 1, ...`` (step ``first + i`` begins at ``starts[i]``, the
+    last ends at ``end``) a block at a time, each classified; from the last block back with
+    ``reverse``. A step larger than a block is a block of its own with no data, a candidate."""
+    block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
+    count = len(starts)
+    bounds = list(starts) + [end]
+    if not reverse:
+        i = 0
+        while i < count:
+            j = max(bisect_right(bounds, bounds[i] + block_bytes, i + 1, count + 1) - 1, i + 1)
+            yield _block(bounds, i, j, first, pread, strict, block_bytes)
+            i = j
+    else:
+        j = count
+        while j > 0:
+            i = min(bisect_left(bounds, bounds[j] - block_bytes, 0, j), j - 1)
+            yield _block(bounds, i, j, first, pread, strict, block_bytes)
+            j = i
+
+
+def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, int], bytes], strict: bool,
+           block_bytes: int) -> Block:
+    base, stop = bounds[i], bounds[j]
+    steps = bounds[i:j + 1]
+    if stop - base > block_bytes and j == i + 1:  # one huge step: not read here
+        return Block(first + i, base, b"", steps, strict, _candidates=[first + i], _suspect={first + i})
+    data = pread(stop - base, base)
+    if len(data) < stop - base:  # the file shrank: let the ordinary way report it
+        numbers = list(range(first + i, first + j))
+        return Block(first + i, base, b"", steps, strict, _candidates=numbers, _suspect=set(numbers))
+    block = Block(first + i, base, data, steps, strict)
+    block._suspect = _unreadable(block)
+    return block
+
+
+def eventful_records(run: Any) -> Iterator[tuple[StepRecord | tally.Sketch, Callable[[], StepRecord] | None]]:
+    """Every step of a trace file's ``run`` (``step_blocks``) that may hold an error, a
+    repeat, a guard trip, an answer, an end, an approval or a damaged line, in order, as
+    ``(record, exact)``: ``exact`` is None when ``record`` is the step decoded, else
+    ``record`` is a ``tally.Sketch`` and ``exact()`` decodes the step. The steps left out
+    are plain (see the module docstring): decoding them would report nothing and meet no
+    condition. Steps are read as the index finds them."""
+    for block in indexed_blocks(run, strict=True):
+        for number in block.candidates:
+            sketched = None
+            if number not in block.suspect:
+                start, stop = block.span(number)
+                sketched = tally.sketch(number, block.data, start, stop)
+            if sketched is None:
+                yield run.record(number), None
+            else:
+                yield sketched, functools.partial(run.record, number)
+
+
+def indexed_blocks(run: Any, first: int = 1, strict: bool = False) -> Iterator[Block]:
+    """``run.step_blocks`` from ``first`` to the run's last step, each step read once the
+    index knows where it ends (while the index is still running, as it goes)."""
+    while True:
+        complete = run.complete
+        count = run.step_count
+        last = count if complete else count - 1  # the newest step's end is not known yet
+        if last >= first:
+            yield from run.step_blocks(first, last, strict=strict)
+            first = last + 1
+        if complete:
+            return
+        run.wait_for(first + 1, 0.05)
+        if not run.complete and run.step_count <= count and getattr(run, "live", False):
+            return  # a followed run caught up with its writer: what is written is read
+
+
+def fold_tally(run: Any, base: Tally, first: int, last: int) -> Tally:
+    """``base`` (the counters after step ``first - 1``) with steps ``first``..``last`` of a
+    trace file's ``run`` folded in: plain stretches a block at a time, the other steps one
+    by one (``tally.Folder``). The same figures as decoding every step."""
+    folder = tally.Folder(base, run.record)
+    for block in run.step_blocks(first, last):
+        data = block.data
+        number = block.first
+        for candidate in block.candidates + [block.last + 1]:
+            if candidate > number:  # steps number..candidate - 1 are plain
+                start, _ = block.span(number)
+                _, stop = block.span(candidate - 1)
+                folder.plain(candidate - 1, data, start, stop, block.step_at)
+            if candidate <= block.last:
+                if candidate in block.suspect:
+                    folder.decoded(candidate)
+                else:
+                    folder.step(candidate, data, *block.span(candidate))
+            number = candidate + 1
+    return folder.finish()

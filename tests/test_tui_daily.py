@@ -413,3 +413,15 @@ async def test_a_stop_reason_cut_on_the_status_line_points_to_the_log():
         await settle(pilot)
         await press(pilot, "c", "C")
         assert "e: full reason" not in screen_text(app) and "'loans']" in screen_text(app)
+
+
+async def test_resizing_under_a_dialog_lays_the_screen_out_for_the_new_width():
+    app = recorded_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "question_mark")
+        await pilot.resize_terminal(*NARROW)
+        await settle(pilot)
+        assert app.screen.id == "help"
+        await press(pilot, "escape")
+        assert app.narrow and shown(app, "#pane-tabs") and not shown(app, "#sidebar")

@@ -30,7 +30,8 @@ def key_name(key: str) -> str:
     """A Textual key name as a user types it (question_mark is ?)."""
     names = {"question_mark": "?", "slash": "/", "escape": "Esc", "home": "Home", "end": "End",
              "less_than_sign": "<", "greater_than_sign": ">", "full_stop": ".", "comma": ",",
-             "left_square_bracket": "[", "right_square_bracket": "]"}
+             "left_square_bracket": "[", "right_square_bracket": "]",
+             "tab": "Tab", "pageup": "PgUp", "pagedown": "PgDn", "delete": "Del"}
     return names.get(key, key)
 
 

@@ -59,17 +59,22 @@ class BindingInfo:
 def binding_catalogue() -> list[BindingInfo]:
     """Every binding with an id: the app's commands, then each pane's and dialog's."""
     from agentdbg.tui import commands
+    from agentdbg.tui.screens.approval import ApprovalScreen
     from agentdbg.tui.screens.breakpoints import BreakpointScreen
     from agentdbg.tui.screens.help import HelpScreen
     from agentdbg.tui.screens.lists import RunSwitcher
     from agentdbg.tui.screens.log import LogScreen
-    from agentdbg.tui.screens.prompt import PromptScreen
+    from agentdbg.tui.screens.prompt import ConfirmScreen, PathPromptScreen, PromptScreen
+    from agentdbg.tui.screens.whatif import WhatIfScreen
+    from agentdbg.tui.widgets.breakpoint_list import BreakpointList
     from agentdbg.tui.widgets.timeline import Timeline
 
     found = [BindingInfo(c.id, c.keys, "app", c.help) for c in commands.COMMANDS]
     for scope, owner in (("timeline", Timeline), ("breakpoints dialog", BreakpointScreen),
-                         ("runs dialog", RunSwitcher), ("log", LogScreen), ("help", HelpScreen),
-                         ("prompt dialogs", PromptScreen)):
+                         ("breakpoint list", BreakpointList), ("runs dialog", RunSwitcher),
+                         ("log", LogScreen), ("help", HelpScreen), ("prompt dialogs", PromptScreen),
+                         ("path dialogs", PathPromptScreen), ("yes/no questions", ConfirmScreen),
+                         ("approval dialog", ApprovalScreen), ("what-if dialog", WhatIfScreen)):
         found.extend(BindingInfo(b.id, b.key, scope, b.description or b.action)
                      for b in _bindings(owner.BINDINGS) if b.id)
     return found

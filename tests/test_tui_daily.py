@@ -143,6 +143,10 @@ async def test_y_copies_the_step_and_Y_its_events_as_json(monkeypatch):
         app.query_one("#tools").focus()
         await press(pilot, "y")
         assert "catalog" in copied[-1] and "unknown tool" in copied[-1] and "Tools" in notes[-1]
+        app.query_one("#scratchpad").focus()
+        await press(pilot, "n", "v", "y")  # the prompt view shown: its prompt
+        assert copied[-1].startswith("Question: How many copies") and "Observation: ERROR" in copied[-1]
+        assert notes[-1].startswith("Copied the prompt of step 2")
 
 
 async def test_copy_before_any_step_says_there_is_nothing(monkeypatch):

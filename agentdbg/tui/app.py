@@ -33,6 +33,7 @@ from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar_for
 from agentdbg.engine.approval import Decision
 from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
+from agentdbg.model.prompt import prompt_at
 from agentdbg.model.runs import Cancellable, Document
 from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
@@ -57,7 +58,7 @@ from agentdbg.tui.settings import THEMES, Settings
 from agentdbg.tui.widgets.guards import GuardsPane
 from agentdbg.tui.widgets.header import RunHeader, StatusLine
 from agentdbg.tui.widgets.memory import MemoryPane
-from agentdbg.tui.widgets.scratchpad import Scratchpad
+from agentdbg.tui.widgets.scratchpad import PROMPT_STEPS, Scratchpad
 from agentdbg.tui.widgets.timeline import Timeline
 from agentdbg.tui.widgets.tools import ToolsPane
 
@@ -952,8 +953,17 @@ class DebuggerApp(App[None]):
             self.copy_text("\n".join(focused.line_texts).rstrip() + "\n", f"the {name} pane")
             return
         record = self._current_record()
-        if record is not None:
-            self.copy_text(copying.step_text(record), f"step {record.step} as text")
+        if record is None:
+            return
+        if isinstance(focused, Scratchpad) and focused.prompt_view and self.current_run is not None:
+            try:  # the prompt view shown: copy the prompt, as the view rebuilds it
+                prompt = prompt_at(self.current_run, record.step, max_steps_shown=PROMPT_STEPS)
+            except (IndexError, ValueError, OSError) as exc:
+                self.say(f"the prompt cannot be rebuilt: {one_line(str(exc), 200)}", "bold red")
+                return
+            self.copy_text(prompt, f"the prompt of step {record.step}")
+            return
+        self.copy_text(copying.step_text(record), f"step {record.step} as text")
 
     def action_copy_step_json(self) -> None:
         record = self._current_record()

@@ -65,7 +65,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("view.prompt", "v", "toggle_prompt", "Prompt", "show the exact prompt the policy saw at this step (with memory: summary, recall, recent turns)", "View"),
     Command("view.what_if", "W", "what_if", "What if", "what if: other guard settings for this run, where they would have stopped it (re-scored, not run again), and a jump there", "View"),
     Command("view.log", "e", "show_log", "Log", "the log: every stop and break with its full reason (Enter goes there), and the problems found reading the file", "View"),
-    Command("copy.step", "y", "copy_step", "Copy", "copy the current step's transcript to the clipboard (with the tools, memory or guards pane focused: that pane's text)", "Copy"),
+    Command("copy.step", "y", "copy_step", "Copy", "copy the current step's transcript to the clipboard (with the tools, memory or guards pane focused: that pane's text; in the prompt view: the prompt)", "Copy"),
     Command("copy.json", "Y", "copy_step_json", "Copy JSON", "copy the current step's events to the clipboard as JSON, as a trace holds them", "Copy"),
     Command("view.theme", "t", "toggle_theme", "Theme", "switch between the dark and the light theme (remembered for next time)", "View"),
     Command("live.attach", "a", "attach", "Attach", "detach from the agent recording this trace (a paused agent goes on), or attach to it again", "Live"),

@@ -3,8 +3,10 @@
   index          open_trace and its whole index (the floor every scan stands on)
   check          ``check --fail-on error,repeat,budget``'s scan (``agentdbg.trace.scan``:
                  byte-level proof of the plain steps, only the others classified or decoded);
-                 and the whole command in a fresh process
-  stats          ``stats`` on the same steps written without checkpoints (the fast fold)
+                 and the whole command in a fresh process (with its worker processes, and
+                 with none: AGENTDBG_SCAN_WORKERS=0)
+  stats          ``stats`` on the same steps written without checkpoints (the fast fold);
+                 the whole command in a fresh process, on both traces, and with no workers
   continue       a continue with the automatic breaks from one error to the other, 10
                  steps from each end of a run of quiet steps (as debugger_scan.py)
   regex filter   the same continue with a filter breakpoint ``~obs z+z`` that never matches
@@ -44,6 +46,7 @@ from agentdbg.debugger.breakpoints import BreakpointSet  # noqa: E402
 from agentdbg.debugger.session import DebugSession  # noqa: E402
 from agentdbg.engine import events as ev  # noqa: E402
 from agentdbg.state import RunState, Tally  # noqa: E402
+from agentdbg.trace import scan  # noqa: E402
 from agentdbg.trace.reader import open_trace  # noqa: E402
 from agentdbg.trace.writer import write_trace  # noqa: E402
 
@@ -105,10 +108,15 @@ def rg(args: list[str]) -> tuple[float, float] | None:
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
-def whole_command(argv: list[str]) -> tuple[float, float]:
+def whole_command(argv: list[str], workers: int | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (its worker processes' included) of ``agentdbg ARGV`` started
+    afresh; ``workers``: the scan's worker processes (default: as a user gets them)."""
+    env = dict(os.environ)
+    if workers is not None:
+        env[scan.WORKERS_VARIABLE] = str(workers)
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "agentdbg", *argv], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+                               stderr=subprocess.DEVNULL, env=env)
     _, _, usage = os.wait4(process.pid, 0)
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
@@ -147,8 +155,12 @@ def main() -> int:
     counts = result["runs"][0]["counts"]
     row("scan (after the index)", wall, cpu, f"{wall / index_wall:4.1f}x the index ({cpu / index_cpu:.1f}x in CPU)   {counts}")
     check_wall = wall
-    command_wall, command_cpu = whole_command(["check", str(path)])
+    command = ["check", str(path), "--fail-on", ",".join(names)]
+    command_wall, command_cpu = whole_command(command)
     row("whole command, fresh process", command_wall, command_cpu)
+    alone_wall, alone_cpu = whole_command(command, workers=0)
+    row("baseline: whole command, one process", alone_wall, alone_cpu,
+        f"workers: {alone_wall / command_wall:4.2f}x faster")
     run = document.runs[0]
     sample = min(args.naive_steps, run.step_count)
     tests = [check.CONDITIONS[name].step for name in names]
@@ -170,6 +182,11 @@ def main() -> int:
     wall, cpu, figures = timed(lambda: run_stats(1, bare_run))
     row("fast fold (after the index)", wall, cpu, f"{wall / index_wall:4.1f}x the index ({cpu / index_cpu:.1f}x in CPU)   errors {figures['errors']:,}")
     stats_wall = wall
+    for name, target in (("whole command, fresh process", bare), ("whole command, with checkpoints", path)):
+        command_wall, command_cpu = whole_command(["stats", str(target)])
+        row(name, command_wall, command_cpu)
+    alone_wall, alone_cpu = whole_command(["stats", str(bare)], workers=0)
+    row("baseline: whole command, one process", alone_wall, alone_cpu)
 
     def fold_sample():
         tally = Tally.from_state(RunState.initial(bare_run.info))

@@ -333,3 +333,121 @@ def test_without_re2_the_scans_give_the_same_answers(tmp_path: Path, monkeypatch
                    for block in document.runs[0].step_blocks()]
     assert without == with_re2
     assert any(candidates for candidates, _, _ in with_re2)
+
+
+def _blocks_found(path: Path, strict: bool) -> list[tuple[int, int, list[int], set[int]]]:
+    with open_trace(path) as document:
+        document.wait(HANG)
+        return [(block.first, block.last, block.candidates, block.suspect)
+                for block in document.runs[0].step_blocks(strict=strict)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(steps=_STEPS, ended=st.booleans())
+def test_blocks_classified_in_worker_processes_are_classified_as_here(tmp_path: Path, monkeypatch, steps,
+                                                                      ended) -> None:
+    """A big scan classifies its blocks in other processes: the same blocks, in the same
+    order, with the same candidates and suspects (block edges cut steps as in one process)."""
+    monkeypatch.setattr(scan, "_fork_is_safe", lambda: True)  # (the test's own threads are harmless)
+    if scan._pool() is None:
+        pytest.skip("no worker processes on this machine (one core, or no fork)")
+    path = _trace(tmp_path, steps, ended, 10**9)
+    monkeypatch.setattr(scan, "PARALLEL_BYTES", 10**12)
+    alone = [_blocks_found(path, strict) for strict in (False, True)]
+    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    apart = [_blocks_found(path, strict) for strict in (False, True)]
+    assert apart == alone
+
+
+def _huge_and_damaged(tmp_path: Path) -> Path:
+    steps = [([ev.Thought(step=0, text="t"), ev.ActionTaken(step=0, tool="calc", args="1"),
+               ev.Observation(step=0, text="2"), ev.GuardCounters(step=0, repeats=[1, None])], b"")] * 120
+    steps[10] = ([ev.Thought(step=0, text="x" * 3000)], b"")  # larger than a block: a block of its own
+    steps[40] = ([ev.StepError(step=0, kind="unknown_tool", message="m")], b"not json\n")
+    steps[41] = ([ev.GuardCounters(step=0, repeats=[4, None])], b"")
+    steps[80] = ([ev.Thought(step=0, text="t")], b'{"type":"thought","step":5,"text":"zzz"}\n')
+    return _trace(tmp_path, steps, True, 10**9)
+
+
+def test_check_and_stats_with_worker_processes_give_what_decoding_every_step_gives(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    monkeypatch.setattr(scan, "_fork_is_safe", lambda: True)  # (the test's own threads are harmless)
+    if scan._pool() is None:
+        pytest.skip("no worker processes on this machine (one core, or no fork)")
+    path = _huge_and_damaged(tmp_path)
+    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    sent: list[int] = []
+    pool = scan._pool()
+
+    class Counting:
+        def submit(self, work, block):
+            sent.append(block.first)
+            return pool.submit(work, block)
+
+    monkeypatch.setattr(scan, "_pool", Counting)
+    names = list(check.CONDITIONS)
+    assert _check_result(path, names, False, monkeypatch) == _check_result(path, names, True, monkeypatch)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        fast = run_stats(1, document.runs[0])
+        full = run_stats(1, document.runs[0], full=True)
+    assert fast == full and fast["errors"] == 1 and fast["repeats"] == 1
+    assert len(set(sent)) > 10  # the blocks did go to the workers
+
+
+def test_a_scan_goes_on_in_this_process_when_a_worker_dies(tmp_path: Path, monkeypatch) -> None:
+    """A worker killed (out of memory, a signal): the blocks not yet classified are
+    classified here, and the answer is the same."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Broken:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def submit(self, work, block):
+            future: Future = Future()
+            self.calls += 1
+            if self.calls < 4:
+                future.set_result(work(block))
+            elif self.calls < 8:
+                future.set_exception(BrokenProcessPool("a worker died"))
+            else:
+                raise BrokenProcessPool("the pool is broken")
+            return future
+
+    path = _huge_and_damaged(tmp_path)
+    alone = [_blocks_found(path, strict) for strict in (False, True)]
+    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(scan, "_pool", Broken)
+    monkeypatch.setattr(scan, "_workers", scan._workers)  # (a broken pool is dropped: put it back after)
+    assert [_blocks_found(path, strict) for strict in (False, True)] == alone
+
+
+def test_the_workers_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
+    """AGENTDBG_SCAN_WORKERS=0 (a shared machine): big scans stay in the calling process."""
+    monkeypatch.setattr(scan, "_workers", False)
+    monkeypatch.setenv(scan.WORKERS_VARIABLE, "0")
+    assert scan._pool() is None
+    path = _huge_and_damaged(tmp_path)
+    alone = [_blocks_found(path, strict) for strict in (False, True)]
+    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    assert [_blocks_found(path, strict) for strict in (False, True)] == alone
+
+
+def test_no_workers_are_forked_from_a_threaded_process(monkeypatch) -> None:
+    """The debugger runs scans beside its screen's threads: forking there could deadlock a child."""
+    import threading
+
+    monkeypatch.setattr(scan, "_workers", False)
+    monkeypatch.delenv(scan.WORKERS_VARIABLE, raising=False)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert scan._pool() is None
+        assert scan._workers is False  # not remembered: a later single-threaded scan may still fork
+    finally:
+        release.set()
+        other.join()

@@ -65,6 +65,9 @@ _RUN_START_LINE = b"\n" + fmt.RUN_START_PREFIX
 # Lines that shape the index: each match starts at the newline before the line.
 _STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
 _STRUCTURE_TYPES = ("step", "run_start", "checkpoint")
+_STEP_LINES = re.compile(rb'\n\{"type":"step",')
+_STEP_LINE_BYTES = len(b'\n{"type":"step",')
+_OTHER_STRUCTURE = re.compile(rb'\n\{"type":"(?:run_start|checkpoint)",')
 _OVERLAP = 32  # longer than any match: a match cut by a chunk's end is found in the next
 _KIND_AT = 10  # the byte after '\n{"type":"': s(tep), r(un_start), c(heckpoint)
 _STEP, _RUN_START, _CHECKPOINT = ord("s"), ord("r"), ord("c")
@@ -569,13 +572,13 @@ class TraceIndex:
             self.position = end
             return
         limit = len(data) if scan_from + len(data) >= end else len(data) - _OVERLAP
-        offsets = [m.start() for m in _STRUCTURE.finditer(data)]
-        while offsets and offsets[-1] >= limit:
-            offsets.pop()
         base = scan_from + 1
-        steps = [o + base for o in offsets if data[o + _KIND_AT] == _STEP]
-        others = [] if len(steps) == len(offsets) else [
-            (o + base, data[o + _KIND_AT]) for o in offsets if data[o + _KIND_AT] != _STEP]
+        # Step lines apart from the rest (far fewer): one pass over a million offsets, not three.
+        steps = [m.start() + base for m in _STEP_LINES.finditer(data, 0, limit + _STEP_LINE_BYTES - 1)]
+        while steps and steps[-1] - base >= limit:
+            steps.pop()
+        others = [(m.start() + base, data[m.start() + _KIND_AT]) for m in _OTHER_STRUCTURE.finditer(data)
+                  if m.start() < limit]
         self._merge(steps, others)
         self.position = scan_from + limit + 1
         if notify:
@@ -891,7 +894,7 @@ class TraceRun:
         return self._source.pread(end - start, start)
 
     def step_blocks(self, first: int = 1, last: int | None = None, *, strict: bool = False,
-                    reverse: bool = False) -> Iterator[scan.Block]:
+                    reverse: bool = False, tools: bool = False) -> Iterator[scan.Block]:
         """Steps ``first``..``last`` (default: the last indexed) read a few MiB at a time,
         each block with the steps that may matter (``agentdbg.trace.scan``): a full scan
         decodes only those. Steps indexed now; a followed run's newest step ends where the
@@ -907,7 +910,7 @@ class TraceRun:
             starts = index.steps[base + first - 1:base + last]
         _, end = self._span(last)
         return scan.blocks(starts, min(end, self._source.data_end), first, self._source.pread, strict=strict,
-                           reverse=reverse)
+                           reverse=reverse, tools=tools)
 
     def iter_records(self, start: int = 1) -> Iterator[StepRecord]:
         """Every step from ``start``, waiting for the index as needed (for streaming output)."""

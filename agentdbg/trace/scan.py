@@ -23,9 +23,15 @@ way so that it reports its problems exactly as a full decode would.
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import os
 import re
+import threading
 from bisect import bisect_left, bisect_right
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from operator import sub
 from typing import Any
@@ -51,6 +57,14 @@ except ImportError:  # pragma: no cover - a platform without its wheels: Python'
     _re2 = None
 
 BLOCK_BYTES = 4 * 1024 * 1024  # a scan reads this much of the file at a time
+# A forward scan of more than this classifies its blocks in worker processes, the caller
+# decoding the candidates of one block while the next ones are classified (the result is
+# the same: each block is classified whole, the same way, wherever it runs).
+PARALLEL_BYTES = 32 * 1024 * 1024
+MAX_WORKERS = 4
+WORKERS_VARIABLE = "AGENTDBG_SCAN_WORKERS"  # how many worker processes (default: one per core, up to 4)
+IN_FLIGHT = 6  # blocks sent ahead to the workers
+_workers: Any = False  # the pool, once made (None: none to be had)
 
 # The lines of a plain step, after '{"type":"' (see the module docstring).
 _QUIET = [
@@ -137,7 +151,9 @@ class Block:
     data: bytes
     starts: list[int]
     strict: bool = False
+    tools: bool = False  # count the plain stretches' tool calls with the classification
     _candidates: list[int] | None = None
+    _tool_counts: list[dict[bytes, int]] | None = None
     _suspect: set[int] = field(default_factory=set)
     _unusual: dict[tuple[bool, bool], set[int]] | None = None
     _lowered: bytes | None = None
@@ -224,6 +240,25 @@ class Block:
             found.add(step)
             at = self.starts[step - self.first + 1] - self.base
         return found
+
+    def plain_stretches(self) -> Iterator[tuple[int, int, int, int]]:
+        """The runs of plain steps between the candidates, as ``(first, last, start, stop)``
+        (steps and their bytes as ``data`` offsets)."""
+        number = self.first
+        for candidate in self.candidates + [self.last + 1]:
+            if candidate > number:
+                start, _ = self.span(number)
+                _, stop = self.span(candidate - 1)
+                yield number, candidate - 1, start, stop
+            number = candidate + 1
+
+    def tool_counts(self) -> list[dict[bytes, int]]:
+        """For each plain stretch, in order, how often each tool is called (its name as
+        written), in the order first called."""
+        if self._tool_counts is None:
+            self._tool_counts = [tally.count_tools(self.data, start, stop)
+                                 for _, _, start, stop in self.plain_stretches()]
+        return self._tool_counts
 
     def span(self, step: int) -> tuple[int, int]:
         """The step's bytes as ``data`` offsets."""
@@ -328,29 +363,110 @@ def _unreadable(block: Block) -> set[int]:
 
 
 def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, int], bytes],
-           strict: bool = False, reverse: bool = False, block_bytes: int | None = None) -> Iterator[Block]:
+           strict: bool = False, reverse: bool = False, block_bytes: int | None = None,
+           tools: bool = False) -> Iterator[Block]:
     """The steps ``first, first + 1, ...`` (step ``first + i`` begins at ``starts[i]``, the
     last ends at ``end``) a block at a time, each classified; from the last block back with
-    ``reverse``. A step larger than a block is a block of its own with no data, a candidate."""
+    ``reverse``. A step larger than a block is a block of its own with no data, a candidate.
+    With ``tools``, each block's ``tool_counts`` come with its classification."""
     block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
     count = len(starts)
     bounds = list(starts) + [end]
     if not reverse:
+        spans = []
         i = 0
         while i < count:
             j = max(bisect_right(bounds, bounds[i] + block_bytes, i + 1, count + 1) - 1, i + 1)
-            yield _block(bounds, i, j, first, pread, strict, block_bytes)
+            spans.append((i, j))
             i = j
+        made = (_block(bounds, i, j, first, pread, strict, block_bytes, tools) for i, j in spans)
+        if count and end - bounds[0] > PARALLEL_BYTES and len(spans) > 1:
+            pool = _pool()
+            if pool is not None:
+                yield from _classified_in(pool, made)
+                return
+        yield from made
     else:
         j = count
         while j > 0:
             i = min(bisect_left(bounds, bounds[j] - block_bytes, 0, j), j - 1)
-            yield _block(bounds, i, j, first, pread, strict, block_bytes)
+            yield _block(bounds, i, j, first, pread, strict, block_bytes, tools)
             j = i
 
 
+def _fork_is_safe() -> bool:
+    """Forking a threaded process (the app) can deadlock the child; a worker forks no workers."""
+    return threading.active_count() == 1 and multiprocessing.parent_process() is None
+
+
+def _pool() -> Any:
+    """The worker processes that classify blocks beside the caller (None: one core, or no
+    ``fork`` here). Made once, at the first big scan; they end with the program."""
+    global _workers
+    if not _fork_is_safe():
+        return None
+    if _workers is False:
+        workers = min(os.cpu_count() or 1, MAX_WORKERS)
+        wanted = os.environ.get(WORKERS_VARIABLE, "").strip()
+        if wanted.isdigit():  # (a shared machine: fewer, or 0 for none)
+            workers = min(int(wanted), MAX_WORKERS)
+        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            _workers = None
+        else:  # fork: the patterns are compiled already, nothing to import again
+            _workers = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    return _workers
+
+
+Findings = tuple[list[int], set[int], list[dict[bytes, int]] | None]
+
+
+def _classify_apart(block: Block) -> Findings:
+    """``classify`` in a worker process (and the tool calls counted, with ``tools``): its
+    findings, to be set on the caller's block."""
+    classify(block)
+    assert block._candidates is not None
+    return block._candidates, block._suspect, block.tool_counts() if block.tools else None
+
+
+def _classified_in(pool: Any, made: Iterator[Block]) -> Iterator[Block]:
+    """The blocks, in order, each classified in ``pool`` while the caller works on the
+    ones before it (a few in flight: memory stays a few blocks whatever the file's size)."""
+    pending: deque[tuple[Block, Future[Findings] | None]] = deque()
+    try:
+        for block in made:
+            pending.append((block, None))  # (a huge step or a shrunk file is classified already)
+            if block._candidates is None:
+                pending[-1] = (block, pool.submit(_classify_apart, block))
+            while len(pending) > IN_FLIGHT or (pending and pending[0][1] is None):
+                yield _settled(*pending[0])
+                pending.popleft()
+        while pending:
+            yield _settled(*pending[0])
+            pending.popleft()
+    except BrokenProcessPool:  # a worker died (killed, out of memory): the rest here
+        global _workers
+        _workers = None  # and so are later scans
+        while pending:
+            block, future = pending.popleft()
+            if future is not None:
+                future.cancel()
+                block._candidates = None  # classified when asked, as in a scan without workers
+            yield block
+        yield from made
+    finally:
+        for _, future in pending:
+            if future is not None:
+                future.cancel()
+
+
+def _settled(block: Block, future: Future[Findings] | None) -> Block:
+    if future is not None:
+        block._candidates, block._suspect, block._tool_counts = future.result()
+    return block
+
+
 def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, int], bytes], strict: bool,
-           block_bytes: int) -> Block:
+           block_bytes: int, tools: bool = False) -> Block:
     base, stop = bounds[i], bounds[j]
     steps = bounds[i:j + 1]
     if stop - base > block_bytes and j == i + 1:  # one huge step: not read here
@@ -359,7 +475,7 @@ def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, 
     if len(data) < stop - base:  # the file shrank: let the ordinary way report it
         numbers = list(range(first + i, first + j))
         return Block(first + i, base, b"", steps, strict, _candidates=numbers, _suspect=set(numbers))
-    block = Block(first + i, base, data, steps, strict)
+    block = Block(first + i, base, data, steps, strict, tools)
     block._suspect = _unreadable(block)
     return block
 
@@ -405,18 +521,18 @@ def fold_tally(run: Any, base: Tally, first: int, last: int) -> Tally:
     trace file's ``run`` folded in: plain stretches a block at a time, the other steps one
     by one (``tally.Folder``). The same figures as decoding every step."""
     folder = tally.Folder(base, run.record)
-    for block in run.step_blocks(first, last):
+    for block in run.step_blocks(first, last, tools=True):
         data = block.data
-        number = block.first
+        stretches = zip(block.plain_stretches(), block.tool_counts(), strict=True)
+        stretch = next(stretches, None)
         for candidate in block.candidates + [block.last + 1]:
-            if candidate > number:  # steps number..candidate - 1 are plain
-                start, _ = block.span(number)
-                _, stop = block.span(candidate - 1)
-                folder.plain(candidate - 1, data, start, stop, block.step_at)
+            if stretch is not None and stretch[0][1] < candidate:  # the plain steps before it
+                (_, plain_last, start, stop), counted = stretch
+                folder.plain(plain_last, data, start, stop, block.step_at, counted)
+                stretch = next(stretches, None)
             if candidate <= block.last:
                 if candidate in block.suspect:
                     folder.decoded(candidate)
                 else:
                     folder.step(candidate, data, *block.span(candidate))
-            number = candidate + 1
     return folder.finish()

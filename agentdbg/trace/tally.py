@@ -87,6 +87,15 @@ def _value(data: bytes) -> Any:
     return _scan(data.decode("utf-8", "replace"), 0)[0]
 
 
+def count_tools(data: bytes, start: int, stop: int) -> dict[bytes, int]:
+    """How often each tool (its name as written) is called in ``data[start:stop]``, whole
+    lines, in the order first called."""
+    counted: dict[bytes, int] = {}
+    for tool in ACTION_TOOL.findall(data, start, stop):
+        counted[tool] = counted.get(tool, 0) + 1
+    return counted
+
+
 class Folder:
     """Folds steps into a ``Tally`` in order: ``step`` one step's bytes (or its record),
     ``plain`` a stretch of plain steps (``agentdbg.trace.scan``), ``finish`` at the end."""
@@ -168,14 +177,15 @@ class Folder:
         if outcome is not None:
             tally.outcome = _value(outcome)
 
-    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int]) -> None:
+    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int],
+              counted: dict[bytes, int] | None = None) -> None:
         """Plain steps up to ``last``, ``data[start:stop]``: each calls at most one tool and
         changes no other counter but the guard counters (the last guards line's, or a
-        step's without one). ``guards_step(at)`` is the step holding offset ``at``."""
+        step's without one). ``guards_step(at)`` is the step holding offset ``at``;
+        ``counted``, the stretch's ``count_tools`` when known already."""
         calls = self.tally.tool_calls
-        counted: dict[bytes, int] = {}
-        for tool in ACTION_TOOL.findall(data, start, stop):
-            counted[tool] = counted.get(tool, 0) + 1
+        if counted is None:
+            counted = count_tools(data, start, stop)
         for tool, times in counted.items():
             name = self._name(tool)
             made, bad = calls.get(name, (0, 0))

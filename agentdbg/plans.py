@@ -33,7 +33,9 @@ from agentdbg.engine.grid import (
 from agentdbg.engine.grid_policies import GRID_AGENTS, GridPolicy
 from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, TokenBudget
 from agentdbg.engine.journal import OperationJournal
-from agentdbg.engine.memory import RECALL_QUERIES, TieredMemory
+from agentdbg.engine.memory import INDEXES, RECALL_QUERIES, TieredMemory
+from agentdbg.engine.memory_ann import INSTALL_HINT as ANN_INSTALL_HINT
+from agentdbg.engine.memory_ann import ann_available
 from agentdbg.engine.memory_embedding import HashedBagOfWords
 from agentdbg.engine.memory_summary import SUMMARIZERS
 from agentdbg.engine.mock_tools import KeyValueStore, calculator, pretend, scripted, table_lookup
@@ -49,6 +51,7 @@ from agentdbg.engine.policies import (
     ScriptedPlan,
     ToyScript,
 )
+from agentdbg.engine.texts import AGENTDBG, TEXTS
 from agentdbg.engine.tools import MAX_TOOL_TIMEOUT, Tool, ToolRegistry
 from agentdbg.files import OpenError, read_bounded, read_head, size_text
 
@@ -171,6 +174,7 @@ class _Builder:
         self.path = path
         self.allow_code = allow_code
         self.allow_network = allow_network
+        self.texts = AGENTDBG  # the plan's texts = "...", read first by plan()
 
     def want(self, table: dict, key: str, kind: type | tuple, section: str, index: int = 0,
              default: Any = ..., label: str = "") -> Any:
@@ -214,11 +218,17 @@ class _Builder:
         # The right answer, when the plan knows it: the run's end then says correct or wrong.
         expected = self.want(data, "expected", (str, int), "", default=None)
         expected = None if expected is None else str(expected)
+        # Reflexion-style: after a failed step, the policy is asked to critique it before it tries again.
+        reflect = self.want(data, "reflect", bool, "", default=False)
         known = {"name", "task", "description", "task_label", "expected", "guards", "tools", "policy",
-                 "memory", "executes_code", "calls_model", "grid"}
+                 "memory", "executes_code", "calls_model", "grid", "reflect", "texts"}
         for key in data:
             if key not in known:
                 raise self.where.error(f"unknown key {key!r}; a plan has {', '.join(sorted(known))}", "", key=key)
+        texts_name = self.want(data, "texts", str, "", default="agentdbg")
+        if texts_name not in TEXTS:
+            raise self.where.error(f"texts must be one of {', '.join(TEXTS)}, got {texts_name!r}", "", key="texts")
+        self.texts = TEXTS[texts_name]
         tool_specs = self.want(data, "tools", list, "", default=[])
         guards = self.want(data, "guards", dict, "", default={})
         policy_spec = self.want(data, "policy", dict, "")
@@ -251,6 +261,8 @@ class _Builder:
                 name=name,
                 source=source,
                 expected=expected,
+                texts=self.texts,
+                reflect=reflect,
             )
 
         return Plan(name, task, description, self.path, data, build_agent,
@@ -283,8 +295,8 @@ class _Builder:
                 return out
 
             make()
-            if max_steps < 1:
-                raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+            if max_steps < 0:
+                raise ValueError(f"max_steps must be 0 or more, got {max_steps}")
         except ValueError as exc:
             raise self.where.error(f"[guards]: {exc}", "guards") from None
         return {"max_steps": max_steps, "guards": make, "tool_timeout": float(timeout)}
@@ -316,7 +328,8 @@ class _Builder:
             elif kind in ("kv_set", "kv_get"):
                 store_name = self.want(spec, "store", str, "tools", index, default="default", label=label)
                 store = stores.setdefault(store_name, KeyValueStore())
-                tool = store.set_tool(name, description) if kind == "kv_set" else store.get_tool(name, description)
+                tool = store.set_tool(name, description) if kind == "kv_set" else \
+                    store.get_tool(name, description, missing=self.texts.kv_missing)
             elif kind == "scripted":
                 responses = self.want(spec, "responses", list, "tools", index, label=label)
                 params = self.want(spec, "params", dict, "tools", index, default={}, label=label)
@@ -569,7 +582,7 @@ class _Builder:
     def memory(self, spec: dict) -> TieredMemory:
         """[memory]: the tiered memory (see docs/memory.md); a fresh one per run."""
         known = {"max_turns", "summary", "summary_max_chars", "recall_k", "recall_query",
-                 "min_score", "embedding_dim"}
+                 "min_score", "embedding_dim", "index"}
         for key in spec:
             if key not in known:
                 raise self.where.error(f"[memory]: unknown key {key!r}; known: {', '.join(sorted(known))}", "memory", key=key)
@@ -580,6 +593,12 @@ class _Builder:
         recall_query = self.want(spec, "recall_query", str, "memory", default="last_turn", label="[memory]")
         min_score = self.want(spec, "min_score", (int, float), "memory", default=0.0, label="[memory]")
         dim = self.want(spec, "embedding_dim", int, "memory", default=256, label="[memory]")
+        index = self.want(spec, "index", str, "memory", default="linear", label="[memory]")
+        if index not in INDEXES:
+            raise self.where.error(f"[memory]: index must be {' or '.join(INDEXES)}, got {index!r}", "memory", key="index")
+        if index == "ann" and recall_k > 0 and not ann_available():
+            raise self.where.error(f"[memory]: index = \"ann\" needs the usearch library, which is not installed: "
+                                   f"{ANN_INSTALL_HINT}, or use index = \"linear\"", "memory", key="index")
         if summary != "off" and summary not in SUMMARIZERS:
             raise self.where.error(
                 f"[memory]: summary must be {', '.join(SUMMARIZERS)} or off, got {summary!r}", "memory", key="summary")
@@ -603,6 +622,7 @@ class _Builder:
                 recall_k=recall_k,
                 min_score=float(min_score),
                 recall_query=recall_query,
+                index=index,
             )
         except ValueError as exc:
             raise self.where.error(f"[memory]: {exc}", "memory") from None

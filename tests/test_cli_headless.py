@@ -240,7 +240,7 @@ def test_show_one_step_with_its_derived_state(source, capsys) -> None:
     assert code == 0
     assert "   2 Thought      I need the total copies." in out
     assert "Guard        action repeated again" in out
-    assert "state after this step" in out and "tool calls       catalog 2" in out
+    assert "state after this step" in out and "tool calls       catalog 1" in out
     assert "repeated steps   1" in out and "guard trips      step 2: repetition" in out
     assert "memory tiers" in out
     assert "   1 Thought" not in out
@@ -562,7 +562,7 @@ def test_malformed_run_start_tools_are_read_as_no_tools_by_every_command(tmp_pat
     code, out, _ = run_cli(capsys, "show", path, "--json")
     run = json.loads(out)
     assert run["tools"] == [] and run["task"] == "How many copies of Il Gattopardo are available?"
-    assert stats_of(capsys, path)[0]["tools"] == {"catalog": 2}
+    assert stats_of(capsys, path)[0]["tools"] == {"catalog": 1}  # the repeated call was blocked, not made
 
 
 def test_the_repetition_brake_is_a_repeat_not_a_budget(capsys, source):

@@ -198,7 +198,7 @@ def test_guards_refuse_nonsense_settings():
     with pytest.raises(ValueError):
         TokenBudget(0)
     with pytest.raises(ValueError):
-        ReActAgent(ScriptedOutputs([]), flaky_registry(), max_steps=0)
+        ReActAgent(ScriptedOutputs([]), flaky_registry(), max_steps=-1)  # 0 runs no step, -1 is nonsense
     with pytest.raises(TypeError):
         ReActAgent(ScriptedOutputs([]), flaky_registry(), guards=["fast"])
 

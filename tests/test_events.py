@@ -19,8 +19,12 @@ EXAMPLES = [
     ev.Thought(step=1, text="think"),
     ev.ActionTaken(step=1, tool="calc", args={"expression": "1+1"}, call="calc(...)", id="call_1"),
     ev.ActionTaken(step=1, tool="calc", args="1+1"),
+    ev.ActionTaken(step=2, tool="calc", args="1+1", call="calc[1+1]", item=2),
+    ev.PlanMade(step=1, items=["calc[1+1]", "lookup[x]"], revision=2),
+    ev.Reflection(step=3, text="the tool name was wrong", on_step=2),
     ev.ParseFailed(step=1, message="bad", text="raw"),
     ev.StepError(step=1, kind="timeout", message="slow", tool="calc"),
+    ev.StepError(step=1, kind="exception", message="boom", tool="calc", id="call_1_2"),
     ev.Observation(step=1, text="2", error=True, id="call_1"),
     ev.Approval(step=1, tool="delete_file", decision="edited", by="user", reason="not /", args={"path": "/tmp/x"}),
     ev.Operation(step=1, key='append_line:{"line":"x"}', tool="append_line"),
@@ -97,7 +101,7 @@ def test_a_null_verdict_is_no_verdict():
 
 
 def test_an_unknown_type_is_kept_as_a_raw_record():
-    event = ev.event_from_dict({"type": "reflection", "step": 4, "text": "hmm"})
+    event = ev.event_from_dict({"type": "critique_v9", "step": 4, "text": "hmm"})
     assert isinstance(event, ev.RawRecord)
     assert event.step == 4 and event.data["text"] == "hmm"
 

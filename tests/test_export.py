@@ -86,12 +86,16 @@ def test_every_imported_run_comes_back_event_for_event(path, target, tmp_path):
     assert back.raw_count == original.raw_count
 
 
-def _engine_plans() -> list[Path]:
+def _engine_plans(turn_kinds: bool = False) -> list[Path]:
+    """The sample plans that run without code or a model; ``turn_kinds``: those whose runs
+    hold plans, reflections or turns of several calls (written, not read back: docs/export.md)."""
     plans = []
     for path in sorted(SAMPLE_PLANS.glob("*.toml")):
         text = path.read_text(encoding="utf-8")
         if "executes_code" not in text and "calls_model" not in text:
-            plans.append(path)
+            kinds = "reflect = true" in text or "plan = [" in text or "actions = [" in text
+            if kinds == turn_kinds:
+                plans.append(path)
     return plans
 
 

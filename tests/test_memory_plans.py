@@ -216,7 +216,7 @@ def test_memory_defaults(tmp_path):
         ("embedding_dim = 0", 5, "embedding_dim must be at least 1"),
         ("embedding_dim = 100000", 5, "embedding_dim must be at most 4096"),
         ("min_score = nan", 5, "min_score must be between -1 and 1"),
-        ("buffer = 3", 5, "unknown key 'buffer'; known: embedding_dim, max_turns"),
+        ("buffer = 3", 5, "unknown key 'buffer'; known: embedding_dim, index, max_turns"),
     ],
 )
 def test_memory_mistakes_say_file_and_line(tmp_path, setting, line, message):

@@ -60,7 +60,7 @@ def test_each_run_gets_fresh_tools(sample_plans):
         ('task = "t"\n[policy]\nkind = "outputs"\noutputs = [1]\n', "plan.toml:4: [policy]: output #1 should be text"),
         ('task = "t"\n[policy]\nkind = "outputs"\nthen = "loop"\noutputs = []\n', "[policy]: 'then' must be 'stop' or 'repeat'"),
         ('task = "t"\n[guards]\nmax_steps = "ten"\n[policy]\nkind="outputs"\noutputs=[]\n', "plan.toml:3: guards: 'max_steps' should be int, got str"),
-        ('task = "t"\n[guards]\nmax_steps = 0\n[policy]\nkind="outputs"\noutputs=[]\n', "[guards]: max_steps must be at least 1"),
+        ('task = "t"\n[guards]\nmax_steps = -1\n[policy]\nkind="outputs"\noutputs=[]\n', "[guards]: max_steps must be 0 or more, got -1"),
         ('task = "t"\n[guards]\nrepeat = "twice"\n[policy]\nkind="outputs"\noutputs=[]\n', "plan.toml:3: [guards]: repeat must be off, any or consecutive"),
         ('task = "t"\n[guards]\nspeed = 1\n[policy]\nkind="outputs"\noutputs=[]\n', "plan.toml:3: [guards]: unknown key 'speed'"),
         ('task = "t"\n[policy]\nkind="outputs"\noutputs=[]\n[[tools]]\nname = "a"\nkind = "calculator"\n[[tools]]\nname = "b"\nkind = "tabel"\n',

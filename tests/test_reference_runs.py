@@ -166,7 +166,7 @@ def lookup_registry() -> ToolRegistry:
 def test_plan_records_tool_args_observation_and_finish_is_not_recorded():
     plan = ScriptedPlan([("lookup", {"country": "France"}), ("calc", {"expression": "6 * 7"}), ("finish",), ("ping",)])
     trace = ReActAgent(plan, lookup_registry(), max_steps=10).run("capital then arithmetic")
-    assert trace.tool_calls == [("lookup", {"country": "France"}, "Paris"), ("calc", {"expression": "6 * 7"}, "42")]
+    assert trace.tool_calls == [("lookup", {"country": "France"}, "Paris"), ("calc", {"expression": "6 * 7"}, 42)]
     assert trace.outcome.status == "finished"
 
 
@@ -202,7 +202,7 @@ def test_multistep_task_feeds_each_observation_into_the_next_step():
 
     trace = ReActAgent(CallablePolicy(policy, "json"), registry, max_steps=5).run("(2 + 3) * 4")
     assert trace.answer == "20"
-    assert [call[2] for call in trace.tool_calls] == ["5", "20"]
+    assert [call[2] for call in trace.tool_calls] == [5, 20]
 
 
 def test_a_policy_that_never_answers_stops_at_max_steps():

@@ -47,6 +47,12 @@ _EVENT = st.one_of(
     st.builds(ev.Approval, step=st.just(0), tool=st.just("calc"), decision=st.sampled_from(ev.DECISIONS),
               reason=_TEXT),
     st.builds(ev.RawRecord, step=st.just(0), source=_TEXT),
+    # Plans, reflections, plan items and the ids of a step's several calls.
+    st.builds(ev.PlanMade, step=st.just(0), items=st.lists(_TEXT, max_size=3), revision=st.integers(1, 3)),
+    st.builds(ev.Reflection, step=st.just(0), text=_TEXT, on_step=_COUNT),
+    st.builds(ev.ActionTaken, step=st.just(0), tool=st.sampled_from(["calc", "zzz"]), args=_TEXT,
+              id=st.sampled_from(["", "c1", "c2"]), item=_COUNT),
+    st.builds(ev.Observation, step=st.just(0), text=_TEXT, error=st.booleans(), id=st.sampled_from(["c1", "c2"])),
 )
 # Lines put at the end of a step: damage, and valid lines that are not what they seem.
 _DAMAGE = st.sampled_from([

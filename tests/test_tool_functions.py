@@ -59,7 +59,8 @@ def test_a_function_tool_runs_in_the_engine():
     agent = ReActAgent(ScriptedPlan([("search", {"query": "gattopardo", "limit": 1}), ("finish", {"answer": "1"})]),
                        ToolRegistry([Tool.from_function(search)]))
     trace = agent.run("find it")
-    assert trace.tool_calls == [("search", {"query": "gattopardo", "limit": 1}, "['gattopardo', 1, None]")]
+    assert trace.tool_calls == [("search", {"query": "gattopardo", "limit": 1}, ["gattopardo", 1, None])]
+    assert trace.steps[0].observation == "['gattopardo', 1, None]"
     assert trace.outcome.status == "answered"
     assert trace.events[0].tools[0]["optional"] == ["limit", "site"]
 

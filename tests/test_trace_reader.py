@@ -495,7 +495,8 @@ def test_a_damaged_step_line_is_named_and_its_events_kept(hallucinating: Path) -
         run = document.runs[0]
         assert run.step_count == 4  # step 3's events now sit inside step 2
         assert run.record(4).answer == "2"
-        assert run.record(2).tool == "loans"  # merged: the later action wins, nothing is dropped
+        # merged: a step of two calls, each with its observation; nothing is dropped
+        assert [call.tool for call in run.record(2).calls] == ["catalog", "loans"]
         assert [e.type for e in run.record(2).events].count("action") == 2
         messages = [p.message for p in document.problems]
         assert any("event of step 3 inside step 2" in m for m in messages)

@@ -60,3 +60,11 @@ def test_a_run_being_written_followed_at_80x24(snap_compare, tmp_path):
 
         assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
         writer.finish()
+
+
+def test_a_plan_item_that_failed_shown_against_its_plan(snap_compare):
+    assert snap_compare(live("kv_tax_replan.toml"), terminal_size=SIZE, run_before=keys("c"))
+
+
+def test_a_turn_of_several_calls_one_failing(snap_compare):
+    assert snap_compare(live("kv_parallel.toml"), terminal_size=SIZE, run_before=keys("c"))

@@ -60,6 +60,14 @@ def _budget(record: StepRecord) -> str | None:
     return None
 
 
+def _budget_before_any_step(run: Any, document: Any) -> str | None:
+    """A budget of no steps ends the run before its first step: no step record says so."""
+    end = run.end
+    if run.step_count == 0 and end is not None and end.outcome in BUDGET_OUTCOMES:
+        return f"run ended before its first step: {end.outcome}" + (f" ({end.message})" if end.message else "")
+    return None
+
+
 def _guard(record: StepRecord) -> str | None:
     if record.tripped is not None:
         return f"{record.tripped.guard} guard: {record.tripped.message}"
@@ -112,7 +120,8 @@ CONDITIONS: dict[str, Condition] = {
     "error": Condition("a step failed: a tool error, a policy error or an unreadable output", step=_error),
     "parse": Condition("the policy's output could not be read as an action or an answer", step=_parse),
     "repeat": Condition("an action repeated an earlier one, or the repetition guard stopped the run", step=_repeat),
-    "budget": Condition("a budget ran out: steps, consecutive errors or tokens", step=_budget),
+    "budget": Condition("a budget ran out: steps, consecutive errors or tokens", step=_budget,
+                        run=_budget_before_any_step),
     "guard": Condition("any guard stopped the run (a budget or the repetition brake)", step=_guard),
     "tokens": Condition("the token budget was exhausted", step=_tokens),
     "denied": Condition("a call to a dangerous tool was denied", step=_denied),

@@ -47,9 +47,13 @@ LABEL_STYLES = {
     "Approval": "bold magenta",
     "Replayed": "bold blue",
     "Operation": "bold blue",
+    "Plan": "bold blue",
+    "Plan item": "blue",
+    "Replan": "bold blue",
+    "Reflection": "bold magenta",
 }
 MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
-                 "repeat": "bold yellow", "raw": "magenta"}
+                 "repeat": "bold yellow", "raw": "magenta", "plan": "bold blue", "reflection": "bold magenta"}
 
 
 class InputError(Exception):
@@ -250,6 +254,14 @@ def record_dict(record: StepRecord) -> dict[str, Any]:
             "args": record.approval.args},
         "key": record.key or None,
         "replayed": record.replayed,
+        "calls": [{"tool": call.tool, "args": call.args, "call": call.call, "id": call.id or None,
+                   "observation": call.observation, "observation_error": call.observation_error,
+                   "error_kind": call.error_kind, "error": call.error} for call in record.calls] or None,
+        "plan": None if record.plan is None else {"items": record.plan.items, "revision": record.plan.revision},
+        "plan_item": record.item or None,
+        "reflection": None if record.reflection is None else {"text": record.reflection.text,
+                                                              "on_step": record.reflection.on_step},
+        "asked_policy": record.asked_policy,
     }
 
 
@@ -395,7 +407,8 @@ def step_block(record: StepRecord, width: int) -> Text:
     marker (final, tripped, error, repeat)."""
     rows: list[tuple[str, str, str | Text]] = []
     for label, text in record.transcript():
-        if label == "Observation" and record.error is not None and record.error not in (text or ""):
+        if label == "Observation" and record.error is not None and not record.calls \
+                and record.error not in (text or ""):
             rows.append(("", "Error", f"{_clean(record.error_kind)}: {_text(record.error)}"))
         rows.append(("", label, _text(text)))
     if record.parse_error is not None:

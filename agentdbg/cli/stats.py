@@ -112,6 +112,9 @@ def run_stats(number: int, run: Any, full: bool = False) -> dict[str, Any]:
         "raw_records": raw_record_count(run, tally),
         "approvals": dict(tally.approvals),
         "replayed": tally.replayed,
+        "policy_calls": tally.policy_calls,
+        "plans": tally.plans,
+        "reflections": tally.reflections,
         "complete": end is not None,
     }
 
@@ -134,6 +137,7 @@ def totals(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "repeats": sum(entry["repeats"] for entry in runs),
         "tokens": sum(entry["tokens"]["total"] for entry in runs if isinstance(entry["tokens"]["total"], int)),
         "raw_records": sum(entry["raw_records"] for entry in runs),
+        "policy_calls": sum(entry["policy_calls"] for entry in runs),
     }
 
 
@@ -171,6 +175,7 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
             outcome.append(f" ({one_line(verdict.details(grader=False), 300)})")
     rows: list[tuple[str, str, str | Text]] = [
         ("", "steps", f"{entry['steps']:,}"),
+        ("", "policy calls", _policy_calls(entry)),
         ("", "outcome", outcome),
         ("", "answer", Text(one_line(entry["answer"], 500), style="bold") if entry["answer"] is not None else "(none)"),
         ("", "tools", one_line(tools) or "none"),
@@ -186,7 +191,20 @@ def _rows(entry: dict[str, Any]) -> list[tuple[str, str, str | Text]]:
         rows.append(("", "approvals", decisions))
     if entry["replayed"]:
         rows.append(("", "replayed", f"{entry['replayed']:,} (operations not run again)"))
+    if entry["reflections"]:
+        rows.append(("", "reflections", f"{entry['reflections']:,}"))
     return rows
+
+
+def _policy_calls(entry: dict[str, Any]) -> str:
+    """``2 (1 plan; 5 steps ran plan items)``: the policy is not asked for a plan's items."""
+    calls = f"{entry['policy_calls']:,}"
+    if entry["plans"]:
+        planned = entry["steps"] - entry["policy_calls"]
+        replans = f" with {render.plural(entry['plans'] - 1, 'replan')}" if entry["plans"] > 1 else ""
+        calls += f" ({render.plural(entry['plans'], 'plan')}{replans}; "
+        calls += f"{render.plural(planned, 'step')} ran plan items)"
+    return calls
 
 
 def _totals(total: dict[str, Any]) -> Text:

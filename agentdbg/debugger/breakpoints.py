@@ -198,10 +198,12 @@ class BreakpointSet:
         out: list[str] = []
         parse_error = record.parse_error
         if auto["tool_error"]:
+            # A plan item's failure is told against the plan: it ends the plan there.
+            label = f"tool error (plan item {record.item} failed): " if getattr(record, "item", 0) else "tool error: "
             if record.error_kind in TOOL_ERROR_KINDS:
-                out.append("tool error: " + as_reason(record.error or record.error_kind))
+                out.append(label + as_reason(record.error or record.error_kind))
             elif record.observation_error is True and parse_error is None and record.decision != "denied":
-                out.append("tool error: " + as_reason(record.observation or "error observation"))
+                out.append(label + as_reason(record.observation or "error observation"))
         if auto["parse_error"] and parse_error is not None:
             out.append("parse error: " + as_reason(parse_error or "the output could not be read"))
         if auto["repeat"] and record.is_repeat:

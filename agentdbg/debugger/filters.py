@@ -198,6 +198,50 @@ _FLAG_CLASSES = {row[0]: _flag_class(*row) for row in _FLAGS}
  FEdited, FReplayed) = _FLAG_CLASSES.values()
 
 
+class FReflection(Filter):
+    code = "~reflection"
+    help = "a reflection step: the policy's critique of a failed step before it retried"
+
+    def _matches(self, record: Any) -> bool:
+        return record.reflection is not None
+
+    def bytes_test(self) -> quick.BytesTest | None:
+        return lambda step, data: b'"type":"reflection"' in data
+
+
+class FPlan(Filter):
+    code = "~plan"
+    help = "the policy wrote a plan (the first, or a replan)"
+
+    def _matches(self, record: Any) -> bool:
+        return record.plan is not None
+
+    def bytes_test(self) -> quick.BytesTest | None:
+        return lambda step, data: b'"type":"plan"' in data
+
+
+class FPlanned(Filter):
+    code = "~planned"
+    help = "the step carried out an item of a plan, without asking the policy"
+
+    def _matches(self, record: Any) -> bool:
+        return bool(record.item > 0)
+
+    def bytes_test(self) -> quick.BytesTest | None:
+        return lambda step, data: b'"item":' in data
+
+
+class FParallel(Filter):
+    code = "~parallel"
+    help = "the step made several tool calls at once"
+
+    def _matches(self, record: Any) -> bool:
+        return bool(len(record.calls) > 1)
+
+    def bytes_test(self) -> quick.BytesTest | None:
+        return lambda step, data: data.count(b'"type":"action"') > 1
+
+
 class _Arg(Filter):
     """A filter with one argument; ``build`` turns the argument text into the filter
     (ValueError with a message when it cannot)."""
@@ -212,6 +256,7 @@ class _Arg(Filter):
 class _Regex(_Arg):
     arg = "REGEX"
     field: ClassVar[str] = ""
+    per_call: ClassVar[bool] = False  # in a step of several calls, any call's field may match
     # The field can show what the step's lines do not hold (a call made from its tool and
     # arguments, arguments shown as JSON, the transcript's texts made up when shown).
     made_up: ClassVar[bool] = False
@@ -221,6 +266,8 @@ class _Regex(_Arg):
         self.pattern = compile_regex(argument)
 
     def _matches(self, record: Any) -> bool:
+        if self.per_call and record.calls:
+            return any(_search(self.pattern, getattr(call, self.field)) for call in record.calls)
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self) -> quick.BytesTest | None:
@@ -234,7 +281,7 @@ class _Regex(_Arg):
 class FTool(_Arg):
     code = "~tool"
     arg = "NAME"
-    help = "the step calls this tool (exact name; /REGEX/ for a pattern)"
+    help = "the step calls this tool, among its calls if several (exact name; /REGEX/ for a pattern)"
     needs = "a tool name"
 
     def __init__(self, argument: str):
@@ -251,9 +298,11 @@ class FTool(_Arg):
         return None if self.pattern is not None else quick.name_block_test([self.argument])
 
     def _matches(self, record: Any) -> bool:
-        tool = record.tool
-        if tool is None:
-            return False
+        if record.calls:  # several calls: any of them
+            return any(self._names(call.tool) for call in record.calls)
+        return record.tool is not None and self._names(record.tool)
+
+    def _names(self, tool: str) -> bool:
         if self.pattern is not None:
             return _search(self.pattern, tool)
         return bool(tool == self.argument)
@@ -298,18 +347,20 @@ class FGuard(_Arg):
 
 
 # The regex filters over one field of the step: (code, help, field, made_up: the field can
-# show what the step's lines do not hold, see _Regex).
+# show what the step's lines do not hold, see _Regex; per call: in a step of several calls,
+# any call's field may match).
 _FIELD_REGEXES = (
-    ("~obs", "the observation matches", "observation", False),
-    ("~thought", "the thought matches", "thought", False),
-    ("~action", "the action as written matches (e.g. calc[5 - 3])", "call", True),
-    ("~args", "the action's arguments (as text or JSON) match", "args", True),
-    ("~answer", "the final answer matches", "answer", False),
+    ("~obs", "the observation matches", "observation", False, False),
+    ("~thought", "the thought matches", "thought", False, False),
+    ("~action", "the action as written matches (e.g. calc[5 - 3]; any of a step's calls)", "call", True, True),
+    ("~args", "the action's arguments (as text or JSON) match (any of a step's calls)", "args", True, True),
+    ("~answer", "the final answer matches", "answer", False, False),
 )
 _FIELD_CLASSES: dict[str, type[_Regex]] = {
     code: type("F" + code[1:].capitalize(), (_Regex,),
-               {"code": code, "help": help, "field": field, "made_up": made_up, "__module__": __name__})
-    for code, help, field, made_up in _FIELD_REGEXES
+               {"code": code, "help": help, "field": field, "made_up": made_up, "per_call": per_call,
+                "__module__": __name__})
+    for code, help, field, made_up, per_call in _FIELD_REGEXES
 }
 FObs, FThought, FAction, FArgs, FAnswer = _FIELD_CLASSES.values()
 
@@ -395,7 +446,7 @@ FILTERS: dict[str, type[Filter]] = {
     cls.code: cls
     for cls in (FTool, FError, FParse, FKind, FRepeat, FTripped, FGuard, FFinal, FEnd, FWrong,
                 FCorrect, FObs, FThought, FAction, FArgs, FAnswer, FText, FStep, FTokens, FTotal, FRaw,
-                FApproval, FDenied, FEdited, FReplayed)
+                FApproval, FDenied, FEdited, FReplayed, FPlan, FPlanned, FReflection, FParallel)
 }
 
 

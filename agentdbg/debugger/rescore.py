@@ -204,14 +204,31 @@ class Fold:
         if self.stop is not None:
             return
         guards = self.guards
+        if record.reflection is not None:  # a critique: tokens, and the step budget (as the engine)
+            trip = guards.reflected(tokens)
+            if trip is not None:
+                self._stopped(record.step, trip, True, used)
+                return
+            trip = guards.step_done(record.step)
+            if trip is not None:
+                self._stopped(record.step, trip, False, used)
+            return
         signed = signature(record)
-        trip = guards.decide(tokens, *signed) if signed is not None else guards.decide(tokens, None)
+        if len(record.calls) > 1:
+            calls = [(Action("", call.tool, call.args).signature(), shown_call(call.call or call.tool))
+                     for call in record.calls]
+            trip = guards.decide_calls(tokens, calls)
+        else:
+            trip = guards.decide(tokens, *signed) if signed is not None else guards.decide(tokens, None)
         if trip is not None:
             self._stopped(record.step, trip, True, used)
             return
         if record.answer is not None or (signed is None and record.end is not None):
             return  # an answer, or the run's last turn without an action: nothing ran after it
-        if record.observation is not None or record.is_error:  # a call never answered moves no streak
+        if len(record.calls) > 1:  # each answered call counts, in call order
+            trip = guards.observed_calls([call.failed for call in record.calls
+                                          if call.observation is not None or call.failed])
+        elif record.observation is not None or record.is_error:  # a call never answered moves no streak
             trip = guards.observed(record.is_error)
         trip = trip or guards.step_done(record.step)
         if trip is not None:

@@ -9,7 +9,9 @@ from agentdbg.engine.guards import ErrorBudget, RepetitionGuard, StepBudget, Tok
 from agentdbg.engine.mock_tools import KeyValueStore, calculator, safe_eval, scripted, table_lookup
 from agentdbg.engine.parsers import (
     Action,
+    ActionPlan,
     FinalAnswer,
+    ParallelCalls,
     parse_bracket_action,
     parse_colon_action,
     parse_json_action,
@@ -30,12 +32,14 @@ from agentdbg.engine.tools import Tool, ToolError, ToolRegistry
 __all__ = [
     "SCHEMA_VERSION",
     "Action",
+    "ActionPlan",
     "AgentRun",
     "CallablePolicy",
     "ErrorBudget",
     "Event",
     "FinalAnswer",
     "KeyValueStore",
+    "ParallelCalls",
     "Outcome",
     "Policy",
     "ReActAgent",
@@ -65,8 +69,9 @@ __all__ = [
 ]
 
 # Memory tiers, rule policies and token estimation.
-from agentdbg.engine.memory import BufferMemory, Recalled, SemanticMemory, TieredMemory  # noqa: E402
+from agentdbg.engine.memory import BufferMemory, TieredMemory  # noqa: E402
 from agentdbg.engine.memory_embedding import HashedBagOfWords  # noqa: E402
+from agentdbg.engine.memory_semantic import Recalled, SemanticMemory  # noqa: E402
 from agentdbg.engine.memory_summary import (  # noqa: E402
     ExtractiveSummarizer,
     TruncatingSummarizer,
@@ -101,3 +106,8 @@ from agentdbg.engine.mock_tools import pretend  # noqa: E402
 from agentdbg.engine.tools import dangerous  # noqa: E402
 
 __all__ += ["ApprovalRequest", "Decision", "OperationJournal", "dangerous", "pretend"]
+
+# The words the loop writes itself (error observations, retry prompts, end of budget).
+from agentdbg.engine.texts import TEXTS, LoopTexts, get_texts  # noqa: E402
+
+__all__ += ["TEXTS", "LoopTexts", "get_texts"]

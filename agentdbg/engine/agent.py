@@ -8,7 +8,7 @@ live run and a batch run share one code path. Everything the loop does is an eve
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from agentdbg.engine import events as ev
@@ -23,9 +23,19 @@ from agentdbg.engine.guards import (
     unreadable_signature,
 )
 from agentdbg.engine.journal import OperationJournal
-from agentdbg.engine.operations import gated_dispatch
-from agentdbg.engine.parsers import Action, FinalAnswer, Step, get_parser
+from agentdbg.engine.operations import GatedCall, gated_dispatch
+from agentdbg.engine.parallel import dispatch_calls
+from agentdbg.engine.parsers import (
+    Action,
+    ActionPlan,
+    FinalAnswer,
+    ParallelCalls,
+    Step,
+    get_parser,
+    parse_reflection,
+)
 from agentdbg.engine.policies import Policy, as_policy
+from agentdbg.engine.texts import AGENTDBG, LoopTexts
 from agentdbg.engine.tokens import TokenEstimator, estimate_tokens
 from agentdbg.engine.tools import ToolError, ToolRegistry
 from agentdbg.engine.verdicts import judge_answer
@@ -41,6 +51,11 @@ OUTCOME_TEXT = {
     "memory error": "STOPPED: the memory raised an exception",
     "tokens error": "STOPPED: the token estimator raised an exception",
 }
+
+
+# What a reflecting agent adds to the prompt after a failed step (Reflexion-style).
+REFLECT_CUE = ("Reflect: step {step} failed. Say what went wrong and what to do differently, "
+               "as Reflection: ...")
 
 
 # The ToyLLM walkthrough's pretty-trace labels, spaced exactly as it prints them.
@@ -59,12 +74,14 @@ class Outcome:
     guard: str | None = None
     message: str = ""
     steps: int = 0
+    text: str | None = None  # what the run's texts say for this outcome, when they word it
 
     def describe(self) -> str:
-        """The answer, or what interrupted the run (``INTERRUPTED: ...``)."""
+        """The answer, or what interrupted the run (``INTERRUPTED: ...``, or the run's
+        texts' own words: ``budget exhausted`` for the ToyLLM loop's)."""
         if self.status == "answered":
             return self.answer or ""
-        return OUTCOME_TEXT.get(self.status, self.status)
+        return self.text or OUTCOME_TEXT.get(self.status, self.status)
 
 
 class Memory(Protocol):
@@ -93,6 +110,10 @@ class StepResult:
     error: ToolError | None = None
     decision: Decision | None = None  # a dangerous tool's approval
     replayed: dict[str, Any] | None = None  # the observation is an operation's recorded result
+    observations: list[str] = field(default_factory=list)  # one per call, in call order
+    values: list[Any] = field(default_factory=list)  # what each call returned, its Python type kept
+    reflection: str | None = None  # a reflection step's critique
+    item: int = 0  # the plan item this step carried out (1-based), 0 when the policy was asked
     trip: Trip | None = None
     outcome: Outcome | None = None  # set when the run ended in this step
 
@@ -103,6 +124,18 @@ class StepResult:
     @property
     def action(self) -> Action | None:
         return self.parsed if isinstance(self.parsed, Action) else None
+
+    @property
+    def actions(self) -> list[Action]:
+        """The step's calls: one, several (a parallel turn), or none."""
+        if isinstance(self.parsed, ParallelCalls):
+            return list(self.parsed.actions)
+        return [self.parsed] if isinstance(self.parsed, Action) else []
+
+    @property
+    def asked_policy(self) -> bool:
+        """False for a step that carried out a plan item: no policy call."""
+        return self.item == 0
 
     @property
     def thought(self) -> str:
@@ -124,13 +157,26 @@ class Trace:
         return self.outcome.answer
 
     @property
-    def tool_calls(self) -> list[tuple[str, Any, str]]:
-        """(tool, args, observation) for every tool call that ran: a scripted plan's audit log."""
+    def tool_calls(self) -> list[tuple[str, Any, Any]]:
+        """(tool, args, observation) for every tool call that ran: a scripted plan's audit
+        log. The observation is what the tool returned, its Python type kept (``42``, not
+        ``"42"``; a ``ToolError`` for a failed call); the trace stores its text."""
         calls = []
         for step in self.steps:
-            if step.action is not None and step.observation is not None and step.parse_error is None:
-                calls.append((step.action.name, step.action.args, step.observation))
+            if step.parse_error is None and step.values:
+                for action, value in zip(step.actions, step.values, strict=False):
+                    calls.append((action.name, action.args, value))
         return calls
+
+    @property
+    def turns_used(self) -> int:
+        """Tool calls made (the ToyLLM loop's "turns used": its action turns)."""
+        return len(self.tool_calls)
+
+    @property
+    def policy_calls(self) -> int:
+        """How many times the policy was asked (a plan's items run without asking it)."""
+        return sum(1 for step in self.steps if step.asked_policy)
 
     def history_lines(self) -> list[str]:
         """The ToyLLM walkthrough's pretty trace: ``[00   user] task`` then thought / action / final turns."""
@@ -142,8 +188,11 @@ class Trace:
                 turns.append(("thought", step.parsed.thought))
             if isinstance(step.parsed, FinalAnswer):
                 turns.append(("final", step.parsed.answer or ""))
-            elif step.observation is not None:
-                turns.append(("action", f"{step.parsed.call} -> {step.observation}"))
+            elif step.observations:
+                for action, observation in zip(step.actions, step.observations, strict=False):
+                    turns.append(("action", f"{action.call} -> {observation}"))
+        if self.outcome.status != "answered" and self.outcome.text:  # e.g. "budget exhausted"
+            turns.append(("final", self.outcome.text))
         return [f"[{i:02d} {HISTORY_LABELS[kind]}] {text}" for i, (kind, text) in enumerate(turns)]
 
 
@@ -157,6 +206,11 @@ def render_output(output: Any, parsed: Step | None) -> str:
     lines = [f"Thought: {parsed.thought}"] if parsed.thought else []
     if isinstance(parsed, FinalAnswer):
         lines.append(f"Final Answer: {parsed.answer if parsed.answer is not None else '(finish)'}")
+    elif isinstance(parsed, ActionPlan):
+        lines.append("Plan:")
+        lines.extend(f"{i}. {action.call}" for i, action in enumerate(parsed.actions, 1))
+    elif isinstance(parsed, ParallelCalls):
+        lines.extend(f"Action: {action.call}" for action in parsed.actions)
     else:
         lines.append(f"Action: {parsed.call}")
     return "\n".join(lines)
@@ -170,6 +224,11 @@ def _as_text(value: Any, tool: str) -> str | ToolError:
         return str(value)
     except Exception as exc:
         return ToolError("exception", tool, f"{type(exc).__name__} while turning {tool}'s result into text: {exc}")
+
+
+def _call_id(step: int, index: int) -> str:
+    """The id of call ``index`` of a step's several: unique in the run."""
+    return f"call_{step}_{index}"
 
 
 class ReActAgent:
@@ -186,12 +245,19 @@ class ReActAgent:
         source: str = "",
         expected: str | None = None,
         approver: Approver | None = None,
+        texts: LoopTexts = AGENTDBG,
+        reflect: bool = False,
     ):
         """``approver`` decides on each call to a dangerous tool before it runs (see
-        ``agentdbg.engine.approval``); without one such calls are denied."""
+        ``agentdbg.engine.approval``); without one such calls are denied. ``texts``: the
+        words the loop writes itself (``agentdbg.engine.texts``). ``max_steps=0`` runs no
+        step: the run ends at once, its trace empty. ``reflect``: after a step whose
+        observation is an error, the next step asks the policy to critique it (a
+        ``reflection`` step) before it tries again."""
         self.policy = as_policy(policy)
         self.registry = registry
-        self.guards = GuardSet.of(max_steps, guards)
+        self.texts = texts
+        self.guards = GuardSet.of(max_steps, guards, allow_zero=True)
         self.step_budget = self.guards.step_budget
         self.repetition = self.guards.repetition
         self.errors = self.guards.errors
@@ -203,6 +269,7 @@ class ReActAgent:
         self.source = source
         self.expected = expected  # the right answer, when known: the run's end carries a verdict
         self.approver = approver
+        self.reflect = reflect
 
     def guard_settings(self) -> dict[str, Any]:
         return {
@@ -244,6 +311,10 @@ class AgentRun:
         self.outcome: Outcome | None = None
         self.task_line = f"{agent.task_label}: {task}"
         self.transcript = self.task_line
+        self.plan: list[Action] = []  # the current plan's calls; plan_next is the next to run
+        self.plan_next = 0
+        self.plan_revision = 0
+        self.reflect_on: int | None = None  # a failed step the next step reflects on
         agent.policy.bind_tools(agent.registry.specs())
         for resettable in (agent.policy, agent.guards, agent.memory):
             if resettable is not None:
@@ -270,6 +341,14 @@ class AgentRun:
     def step_count(self) -> int:
         return len(self.steps)
 
+    @property
+    def plan_pending(self) -> bool:
+        return self.plan_next < len(self.plan)
+
+    @property
+    def policy_calls(self) -> int:
+        return sum(1 for step in self.steps if step.asked_policy)
+
     def _emit(self, event: ev.Event, result: StepResult | None = None) -> None:
         self.events.append(event)
         self.journal.note(event)
@@ -289,12 +368,20 @@ class AgentRun:
         self.agent.policy.cancel()
 
     def step(self) -> StepResult:
-        """Advance exactly one reason -> act -> observe turn."""
+        """Advance exactly one turn: reason -> act -> observe, one plan item, or a reflection."""
         if self.done:
             raise RuntimeError("the run has ended")
         agent = self.agent
         number = len(self.steps) + 1
-        if agent.policy.exhausted:  # an empty script: the run ends before its first step
+        if agent.step_budget.max_steps == 0:  # a budget of no steps: nothing runs
+            result = StepResult(step=0)
+            text = agent.texts.budget
+            self._finish(result, Outcome("budget exhausted", guard=agent.step_budget.name, steps=0, text=text,
+                                         message=text or "step budget exhausted: 0 steps allowed"))
+            return result
+        if self.plan_pending:
+            return self._plan_item(number)
+        if self._script_over():  # an empty script: the run ends before its first step
             result = StepResult(step=0)
             self._finish(result, Outcome("script exhausted", steps=len(self.steps),
                                          message="the scripted policy has no more outputs"))
@@ -316,6 +403,9 @@ class AgentRun:
                 emit(event)
         else:
             prompt = self.transcript
+        reflecting, self.reflect_on = self.reflect_on, None
+        if reflecting is not None:
+            prompt += "\n" + REFLECT_CUE.format(step=reflecting)
 
         # A model policy's notes (a retry, say) are events of this step, recorded as they happen.
         agent.policy.on_note = lambda note, data: emit(ev.RawRecord(step=number, source="policy", note=note, data=data))
@@ -325,40 +415,47 @@ class AgentRun:
             return self._fail(result, "policy", exc)
         finally:
             agent.policy.on_note = None
+        if reflecting is not None:
+            return self._reflection(result, prompt, reflecting, emit)
 
         try:
             result.parsed = self.parse(result.output)
         except ValueError as exc:
             result.parse_error = str(exc)
         written = render_output(result.output, result.parsed)
-        reported = agent.policy.reported_tokens()  # a model's real usage, when it gives one
-        try:
-            step_tokens = reported if reported is not None else agent.tokens(prompt) + agent.tokens(written)
-        except Exception as exc:  # a plugged-in tokenizer failed
-            return self._fail(result, "tokens", exc)
+        step_tokens = self._tokens(prompt, written)
+        if step_tokens is None:
+            return self._fail(result, "tokens", self._token_error)
         self.transcript += "\n" + written
 
-        if result.parsed is not None and result.parsed.thought:
-            emit(ev.Thought(step=number, text=result.parsed.thought))
-        if isinstance(result.parsed, Action):
-            action = result.parsed
-            emit(ev.ActionTaken(step=number, tool=action.name, args=action.args, call=action.call))
-        elif isinstance(result.parsed, FinalAnswer):
-            pass  # accepted below, once the token budget allows it
-        else:
+        parsed = result.parsed
+        if parsed is not None and parsed.thought:
+            emit(ev.Thought(step=number, text=parsed.thought))
+        if isinstance(parsed, Action):
+            emit(ev.ActionTaken(step=number, tool=parsed.name, args=parsed.args, call=parsed.call))
+        elif isinstance(parsed, ParallelCalls):
+            for index, action in enumerate(parsed.actions, 1):
+                emit(ev.ActionTaken(step=number, tool=action.name, args=action.args, call=action.call,
+                                    id=_call_id(number, index)))
+        elif isinstance(parsed, ActionPlan):
+            emit(ev.PlanMade(step=number, items=[action.call for action in parsed.actions],
+                             revision=self.plan_revision + 1))
+        elif parsed is None:
             emit(ev.ParseFailed(step=number, message=result.parse_error or "", text=written))
 
-        if isinstance(result.parsed, Action):
-            trip = agent.guards.decide(step_tokens, result.parsed.signature(), shown_call(result.parsed.call))
-        elif result.parsed is None:  # the same unreadable output again is a loop too
+        if isinstance(parsed, Action):
+            trip = agent.guards.decide(step_tokens, parsed.signature(), shown_call(parsed.call))
+        elif isinstance(parsed, ParallelCalls):
+            trip = agent.guards.decide_calls(step_tokens, [(a.signature(), shown_call(a.call)) for a in parsed.actions])
+        elif parsed is None:  # the same unreadable output again is a loop too
             trip = agent.guards.decide(step_tokens, *unreadable_signature(written))
         else:
             trip = agent.guards.decide(step_tokens, None)
         if trip is not None:
             return self._stop(result, trip, step_tokens)
 
-        if isinstance(result.parsed, FinalAnswer):
-            answer = result.parsed.answer
+        if isinstance(parsed, FinalAnswer):
+            answer = parsed.answer
             if answer is not None:
                 emit(ev.Answered(step=number, answer=answer))
             self._counters(result, step_tokens)
@@ -366,44 +463,147 @@ class AgentRun:
             self._finish(result, Outcome(status, answer=answer, steps=number))
             return result
 
-        key, answered_error = "", False
-        if isinstance(result.parsed, Action):
-            action = result.parsed
-            gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,
-                                   approver=agent.approver, journal=self.journal, thought=action.thought)
-            key, result.decision, result.replayed = gated.key, gated.decision, gated.replayed
-            if gated.text is not None:  # denied, or an operation's recorded result: nothing ran
-                result.observation, answered_error = gated.text, gated.error
-            else:
-                value = _as_text(gated.value, action.name)
-                if isinstance(value, ToolError):
-                    result.error = value
-                    emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool))
-                    result.observation = gated.observation(value.observation)
-                else:
-                    result.observation = gated.observation(value)
-        else:
-            result.observation = f"ERROR: {result.parse_error}"
-        is_error = result.error is not None or result.parse_error is not None or answered_error
-        emit(ev.Observation(step=number, text=result.observation, error=is_error, key=key, replayed=result.replayed))
-        self.transcript += "\nObservation: " + result.observation
+        if isinstance(parsed, ActionPlan):  # its items run in the next steps
+            self.plan, self.plan_next = list(parsed.actions), 0
+            self.plan_revision += 1
+            return self._step_end(result, written, [], step_tokens)
 
+        if isinstance(parsed, Action):
+            gated = gated_dispatch(agent.registry, parsed.name, parsed.args, step=number, emit=emit,
+                                   approver=agent.approver, journal=self.journal, thought=parsed.thought)
+            failed = [self._observe(result, parsed, gated, emit)]
+        elif isinstance(parsed, ParallelCalls):
+            results = dispatch_calls(agent.registry, parsed.actions, step=number, emit=emit,
+                                     approver=agent.approver, journal=self.journal)
+            failed = [self._observe(result, action, gated, emit, _call_id(number, index))
+                      for index, (action, gated) in enumerate(zip(parsed.actions, results, strict=True), 1)]
+        else:
+            text = agent.texts.parse_error(result.parse_error or "")
+            emit(ev.Observation(step=number, text=text, error=True))
+            result.observations.append(text)
+            failed = [True]
+        return self._step_end(result, written, failed, step_tokens)
+
+    def _plan_item(self, number: int) -> StepResult:
+        """Carry out the current plan's next item: a call the policy already wrote, so
+        nothing is asked of it and the step costs no tokens."""
+        agent = self.agent
+        result = StepResult(step=number, item=self.plan_next + 1)
+        self.steps.append(result)
+
+        def emit(event: ev.Event) -> None:
+            self._emit(event, result)
+
+        emit(ev.StepStart(step=number))
+        action = result.parsed = self.plan[self.plan_next]
+        self.plan_next += 1
+        emit(ev.ActionTaken(step=number, tool=action.name, args=action.args, call=action.call, item=result.item))
+        written = f"Action: {action.call}"
+        self.transcript += "\n" + written
+        trip = agent.guards.decide(0, action.signature(), shown_call(action.call))
+        if trip is not None:
+            return self._stop(result, trip, 0)
+        gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,
+                               approver=agent.approver, journal=self.journal, thought=action.thought)
+        failed = self._observe(result, action, gated, emit)
+        if failed or not self.plan_pending:  # a failed item ends the plan: the policy is asked again
+            self.plan, self.plan_next = [], 0
+        return self._step_end(result, written, [failed], 0)
+
+    def _reflection(self, result: StepResult, prompt: str, on_step: int, emit: Callable[[ev.Event], None]) -> StepResult:
+        """The policy's critique of step ``on_step``: into the transcript, for the retry."""
+        agent = self.agent
+        written = render_output(result.output, None) if not isinstance(result.output, dict) else \
+            str(result.output.get("reflection", result.output))
+        try:
+            result.reflection = parse_reflection(result.output)
+        except ValueError as exc:
+            result.parse_error = str(exc)
+        step_tokens = self._tokens(prompt, written)
+        if step_tokens is None:
+            return self._fail(result, "tokens", self._token_error)
+        if result.reflection is not None:
+            emit(ev.Reflection(step=result.step, text=result.reflection, on_step=on_step))
+            written = f"Reflection: {result.reflection}"
+        else:
+            emit(ev.ParseFailed(step=result.step, message=f"no reflection: {result.parse_error}", text=written))
+        self.transcript += "\n" + written
+        trip = agent.guards.reflected(step_tokens)
+        if trip is not None:
+            return self._stop(result, trip, step_tokens)
+        return self._step_end(result, written, [], step_tokens)
+
+    def _tokens(self, prompt: str, written: str) -> int | None:
+        reported = self.agent.policy.reported_tokens()  # a model's real usage, when it gives one
+        if reported is not None:
+            return reported
+        try:
+            return self.agent.tokens(prompt) + self.agent.tokens(written)
+        except Exception as exc:  # a plugged-in tokenizer failed
+            self._token_error = exc
+            return None
+
+    def _observe(self, result: StepResult, action: Action, gated: GatedCall, emit: Callable[[ev.Event], None],
+                 call_id: str = "") -> bool:
+        """Write one call's observation (and its error); True when it failed."""
+        number = result.step
+        key, failed = gated.key, False
+        if gated.decision is not None:
+            result.decision = result.decision or gated.decision
+        if gated.replayed is not None:
+            result.replayed = result.replayed or gated.replayed
+        returned: Any = gated.value
+        if gated.text is not None:  # denied, or an operation's recorded result: nothing ran
+            text, failed = gated.text, gated.error
+            returned = gated.text
+        else:
+            value = _as_text(gated.value, action.name)
+            if isinstance(value, ToolError):
+                result.error = result.error or value
+                emit(ev.StepError(step=number, kind=value.kind, message=value.message, tool=value.tool, id=call_id))
+                text, failed = gated.observation(self.agent.texts.tool_error(value)), True
+                returned = value
+            else:
+                text = gated.observation(value)
+        emit(ev.Observation(step=number, text=text, error=failed, id=call_id, key=key, replayed=gated.replayed))
+        result.observations.append(text)
+        result.values.append(returned)
+        return failed
+
+    def _step_end(self, result: StepResult, written: str, failed: list[bool], step_tokens: int) -> StepResult:
+        """What every step that ran to its end does: the transcript, the memory, the guards."""
+        agent = self.agent
+        number = result.step
+        turn = written
+        if result.observations:
+            result.observation = "\n".join(result.observations)
+            observed = "".join(f"\nObservation: {text}" for text in result.observations)
+            self.transcript += observed
+            turn += observed
         if agent.memory is not None:
             try:
-                memory_events = agent.memory.record_turn(f"{written}\nObservation: {result.observation}", number)
+                memory_events = agent.memory.record_turn(turn, number)
             except Exception as exc:
                 return self._fail(result, "memory", exc, step_tokens)
             for event in memory_events:
-                emit(event)
-
-        trip = agent.guards.observed(is_error) or agent.guards.step_done(number)
+                self._emit(event, result)
+        if any(failed) and agent.reflect:
+            self.reflect_on = number
+        trip = (agent.guards.observed_calls(failed) if failed else None) or agent.guards.step_done(number)
         if trip is not None:
             return self._stop(result, trip, step_tokens)
         self._counters(result, step_tokens)
-        if agent.policy.exhausted:
+        if self._script_over() and not self.plan_pending:
             self._finish(result, Outcome("script exhausted", steps=number,
                                          message="the scripted policy has no more outputs"))
         return result
+
+    def _script_over(self) -> bool:
+        """The policy has nothing left to say, and the run stops (``script exhausted``)
+        rather than asking it once more: with texts whose scripts answer when they run
+        out, a script is asked, and finishes."""
+        policy = self.agent.policy
+        return policy.exhausted and not (self.agent.texts.script_ends_with_answer and policy.answers_past_end)
 
     def _fail(self, result: StepResult, kind: str, exc: Exception, step_tokens: int = 0) -> StepResult:
         """Something the loop depends on raised: record it and end the run, never crash."""
@@ -418,9 +618,13 @@ class AgentRun:
 
     def _stop(self, result: StepResult, trip: Trip, step_tokens: int) -> StepResult:
         self._counters(result, step_tokens)
+        text = self.agent.texts.budget if trip.guard == self.agent.step_budget.name else None
+        if text:
+            trip = replace(trip, message=text)
         result.trip = trip
         self._emit(ev.GuardTripped(step=result.step, guard=trip.guard, message=trip.message), result)
-        self._finish(result, Outcome(trip.outcome, guard=trip.guard, message=trip.message, steps=result.step))
+        self._finish(result, Outcome(trip.outcome, guard=trip.guard, message=trip.message, steps=result.step,
+                                     text=text))
         return result
 
     def _finish(self, result: StepResult, outcome: Outcome) -> None:

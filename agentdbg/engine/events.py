@@ -117,7 +117,8 @@ class ActionTaken(Event):
     tool: str
     args: dict[str, Any] | str
     call: str = ""
-    id: str = ""
+    id: str = ""  # several calls in one step: each answered by the observation with its id
+    item: int = 0  # the plan item (1-based) this call carries out; 0: the policy chose it now
 
 
 @dataclass(frozen=True)
@@ -138,11 +139,34 @@ class StepError(Event):
     kind: str
     message: str
     tool: str = ""
+    id: str = ""  # the call it is about, in a step of several calls
 
 
 # The kinds of a step error; the first four are a tool's own failure (the call was made).
 TOOL_ERROR_KINDS = ("unknown_tool", "bad_args", "exception", "timeout")
 ERROR_KINDS = (*TOOL_ERROR_KINDS, "policy", "memory", "tokens")
+
+
+@dataclass(frozen=True)
+class PlanMade(Event):
+    """The policy wrote a whole plan: ``items`` are its calls as written, in order. The
+    steps after it carry them out one per step without asking the policy (each ``action``
+    names its ``item``) until one fails or the plan is done; the policy is then asked again
+    (a new plan is ``revision`` 2, 3...)."""
+
+    type: ClassVar[str] = "plan"
+    items: list[str] = field(default_factory=list)  # the calls, as text
+    revision: int = 1
+
+
+@dataclass(frozen=True)
+class Reflection(Event):
+    """The policy's critique of a failed step (``on_step``), asked for before it tries
+    again (Reflexion-style). The critique goes into the transcript the next step sees."""
+
+    type: ClassVar[str] = "reflection"
+    text: str
+    on_step: int = 0
 
 
 @dataclass(frozen=True)
@@ -295,6 +319,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ActionTaken,
         ParseFailed,
         StepError,
+        PlanMade,
+        Reflection,
         Approval,
         Operation,
         Observation,
@@ -402,6 +428,14 @@ def _check_pause_ending(value: Any) -> str | None:
     return None if value in PAUSE_ENDINGS else f"should be one of {', '.join(PAUSE_ENDINGS)}"
 
 
+def _check_count(value: Any) -> str | None:
+    return None if _is_count(value) else "should be a whole number"
+
+
+def _check_revision(value: Any) -> str | None:
+    return None if _is_count(value) and value >= 1 else "should be a whole number from 1"
+
+
 def _check_decision(value: str) -> str | None:
     return None if value in DECISIONS else f"should be one of {', '.join(DECISIONS)}"
 
@@ -430,6 +464,10 @@ _NESTED: dict[tuple[type[Event], str], Callable[[Any], str | None]] = {
     (Paused, "ended"): _check_pause_ending,
     (Approval, "decision"): _check_decision,
     (Observation, "replayed"): _check_replayed,
+    (ActionTaken, "item"): _check_count,
+    (PlanMade, "items"): _check_texts,
+    (PlanMade, "revision"): _check_revision,
+    (Reflection, "on_step"): _check_count,
 }
 
 

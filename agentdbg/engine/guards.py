@@ -26,10 +26,12 @@ class StepBudget:
 
     max_steps: int | None
     name: str = "max_steps"
+    allow_zero: bool = False  # the engine's loop runs no step on 0; a recorded run has no such case
 
     def __post_init__(self) -> None:
-        if self.max_steps is not None and self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        least = 0 if self.allow_zero else 1
+        if self.max_steps is not None and self.max_steps < least:
+            raise ValueError(f"max_steps must be at least {least}, got {self.max_steps}")
 
     def check(self, step: int) -> Trip | None:
         if self.max_steps is not None and step >= self.max_steps:
@@ -178,9 +180,11 @@ class GuardSet:
     tokens: TokenBudget
 
     @classmethod
-    def of(cls, max_steps: int | None, guards: Iterable[Guard] = ()) -> GuardSet:
-        """The step budget and any of the other guards (those left out only count)."""
-        chosen = cls(StepBudget(max_steps), RepetitionGuard(active=False), ErrorBudget(None), TokenBudget(None))
+    def of(cls, max_steps: int | None, guards: Iterable[Guard] = (), allow_zero: bool = False) -> GuardSet:
+        """The step budget and any of the other guards (those left out only count).
+        ``allow_zero``: a budget of 0 steps is accepted (the engine's loop then runs none)."""
+        chosen = cls(StepBudget(max_steps, allow_zero=allow_zero), RepetitionGuard(active=False), ErrorBudget(None),
+                     TokenBudget(None))
         for guard in guards:
             if isinstance(guard, RepetitionGuard):
                 chosen.repetition = guard
@@ -224,8 +228,39 @@ class GuardSet:
         repeated = self.repetition.check(signature, shown)
         return trip or repeated
 
+    def decide_calls(self, tokens: int, calls: list[tuple[str, str]]) -> Trip | None:
+        """``decide`` for a turn of several calls (``(signature, shown)`` each): the turn's
+        tokens are spent once and every call is compared, in order, with the calls before
+        it, this turn's included. A trip stops the whole turn: none of its calls runs. The
+        counter reports the worst repeat of the turn (in the consecutive mode, the streak
+        the last call ends)."""
+        trip = self.tokens.spend(tokens)
+        repeated, worst = None, 0
+        for signature, shown in calls:
+            found = self.repetition.check(signature, shown)
+            repeated = repeated or found
+            worst = max(worst, self.repetition.count)
+        if self.repetition.mode == "any":
+            self.repetition.count = worst
+        return trip or repeated
+
+    def reflected(self, tokens: int) -> Trip | None:
+        """A reflection turn: it spends tokens and calls nothing, so the repeat and error
+        counters are left as they were (a critique between two failures neither resets
+        nor adds to a streak)."""
+        return self.tokens.spend(tokens)
+
     def observed(self, is_error: bool) -> Trip | None:
         return self.errors.observe(is_error)
+
+    def observed_calls(self, failed: list[bool]) -> Trip | None:
+        """The observations of a turn's calls, in order: each failed call counts towards
+        the error budget, each successful one ends the streak."""
+        for is_error in failed:
+            trip = self.errors.observe(is_error)
+            if trip is not None:  # the streak stays where it tripped
+                return trip
+        return None
 
     def step_done(self, step: int) -> Trip | None:
         return self.step_budget.check(step)

@@ -17,13 +17,8 @@ the run's events up to step N (``agentdbg.model.state.MemoryState`` replays it).
 
 from __future__ import annotations
 
-import heapq
-import math
-import operator
-from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentdbg.engine import events as ev
@@ -31,8 +26,12 @@ from agentdbg.engine.memory_embedding import (
     Embedder,
     HashedBagOfWords,
     embedder_name,
-    normalized,
 )
+
+# Re-exported: these lived here before the linear scan had a module of its own.
+from agentdbg.engine.memory_semantic import Recalled as Recalled
+from agentdbg.engine.memory_semantic import SemanticMemory as SemanticMemory
+from agentdbg.engine.memory_semantic import dot_scorer as dot_scorer
 from agentdbg.engine.memory_summary import (
     ExtractiveSummarizer,
     Summarizer,
@@ -42,6 +41,7 @@ from agentdbg.engine.memory_summary import (
 from agentdbg.text import collapse_space
 
 RECALL_QUERIES = ("last_turn", "task", "task_and_last_turn")
+INDEXES = ("linear", "ann")  # how semantic memory finds its nearest turns
 SCORE_DIGITS = 4  # recall scores are written rounded, so events stay short and stable
 
 SUMMARY_HEADER = "Summary of earlier steps:"
@@ -82,84 +82,16 @@ class BufferMemory:
         return len(self._turns)
 
 
-@dataclass(frozen=True)
-class Recalled:
-    """One recall result: the stored text, its cosine similarity to the query and its
-    position in the store (the tie-breaker: the earlier stored ranks first)."""
+def semantic_memory(index: str = "linear") -> SemanticMemory:
+    """An empty semantic memory searched by ``index``: ``linear`` or ``ann`` (raises
+    ``memory_ann.AnnUnavailable``, an ImportError, when usearch is not installed)."""
+    if index == "ann":
+        from agentdbg.engine.memory_ann import AnnSemanticMemory
 
-    text: str
-    score: float
-    index: int
-
-
-def _scorer(query: Sequence[float]) -> Callable[[Sequence[float]], float]:
-    """The dot product with ``query``. A sparse query (a bag of words has a few non-zero
-    buckets) multiplies only its non-zero dimensions: the same sum without its zero terms,
-    so the same scores, several times faster."""
-    nonzero = [i for i, x in enumerate(query) if x != 0.0]
-    if len(nonzero) * 4 >= len(query):
-        return lambda vector: sum(map(operator.mul, query, vector))
-    if not nonzero:
-        return lambda vector: 0.0
-    if len(nonzero) == 1:
-        [only] = nonzero
-        weight = query[only]
-        return lambda vector: weight * vector[only]
-    weights = [query[i] for i in nonzero]
-    pick = operator.itemgetter(*nonzero)
-    return lambda vector: sum(map(operator.mul, weights, pick(vector)))
-
-
-class SemanticMemory:
-    """Texts with embeddings, recalled by cosine similarity.
-
-    ``recall`` scans every stored vector: exact, simple, and fine for thousands of items
-    (see ``docs/memory.md`` for measured times; past ~10k items per recall, use an
-    approximate nearest-neighbour index instead). Vectors are normalised when added and
-    kept as packed doubles (8 bytes a dimension), so a recall costs one dot product per item."""
-
-    def __init__(self) -> None:
-        self._texts: list[str] = []
-        self._vectors: list[array[float]] = []  # unit vectors, 8 bytes a dimension
-        self.dim: int | None = None
-
-    def add(self, text: str, embedding: Sequence[float]) -> None:
-        vector = tuple(float(x) for x in embedding)
-        if not vector:
-            raise ValueError("an embedding needs at least one dimension")
-        if self.dim is None:
-            self.dim = len(vector)
-        elif len(vector) != self.dim:
-            raise ValueError(f"embedding has {len(vector)} dimensions, this memory holds {self.dim}")
-        if not all(math.isfinite(x) for x in vector):
-            raise ValueError("an embedding must contain finite numbers only")
-        self._texts.append(text)
-        self._vectors.append(array("d", normalized(vector)))
-
-    def recall(self, query_embedding: Sequence[float], k: int) -> list[Recalled]:
-        """The ``k`` stored texts most similar to the query, best first; equal scores rank
-        by the order they were stored (earlier first), so results are deterministic."""
-        if k <= 0 or not self._vectors:
-            return []
-        query = normalized([float(x) for x in query_embedding])
-        if len(query) != self.dim:
-            raise ValueError(f"query has {len(query)} dimensions, this memory holds {self.dim}")
-        score = _scorer(query)
-        best = heapq.nsmallest(k, ((-score(vector), index) for index, vector in enumerate(self._vectors)))
-        return [Recalled(self._texts[index], -negative, index) for negative, index in best]
-
-    @property
-    def texts(self) -> list[str]:
-        """Every stored text, in the order stored."""
-        return list(self._texts)
-
-    def clear(self) -> None:
-        self._texts.clear()
-        self._vectors.clear()
-        self.dim = None
-
-    def __len__(self) -> int:
-        return len(self._texts)
+        return AnnSemanticMemory()  # type: ignore[return-value]  # the same interface
+    if index != "linear":
+        raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
+    return SemanticMemory()
 
 
 _DEFAULT: Any = object()
@@ -177,6 +109,8 @@ class TieredMemory:
       that share something with the query).
     - ``recall_query``: what recall searches with: ``last_turn`` (the newest turn in the
       buffer; the task line before there is one), ``task``, or ``task_and_last_turn``.
+    - ``index``: ``linear`` (default: ``SemanticMemory``, an exact scan) or ``ann`` (an
+      HNSW index, ``memory_ann.AnnSemanticMemory``; needs ``agentdbg[ann]``).
 
     A turn evicted from the buffer is folded into the summary and stored in semantic
     memory; the buffer therefore never duplicates what recall brings back.
@@ -190,6 +124,7 @@ class TieredMemory:
         recall_k: int = 2,
         min_score: float = 0.0,
         recall_query: str = "last_turn",
+        index: str = "linear",
     ):
         if recall_k < 0:
             raise ValueError(f"recall_k must be 0 or more, got {recall_k}")
@@ -197,6 +132,8 @@ class TieredMemory:
             raise ValueError(f"recall_query must be one of {', '.join(RECALL_QUERIES)}, got {recall_query!r}")
         if not -1.0 <= min_score <= 1.0:
             raise ValueError(f"min_score must be between -1 and 1, got {min_score}")
+        if index not in INDEXES:
+            raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {index!r}")
         self.buffer = BufferMemory(max_turns)
         self.summarizer = ExtractiveSummarizer() if summarizer is _DEFAULT else summarizer
         if embedder is _DEFAULT or (embedder is None and recall_k > 0):
@@ -205,7 +142,8 @@ class TieredMemory:
         self.recall_k = recall_k
         self.min_score = min_score
         self.recall_query = recall_query
-        self.semantic: SemanticMemory | None = SemanticMemory() if recall_k > 0 else None
+        self.index = index
+        self.semantic: SemanticMemory | None = semantic_memory(index) if recall_k > 0 else None
         self.summary = ""
         self.recalled: list[dict[str, Any]] = []  # what the latest build_context recalled, as emitted
         self.query: str | None = None  # what it searched with (None: no recall ran)
@@ -228,6 +166,8 @@ class TieredMemory:
                 "min_score": self.min_score,
                 "query": self.recall_query,
             }
+            if self.index != "linear":  # said only when not the default: older headers stay as they were
+                semantic["index"] = self.index
         return {"kind": "tiered", "max_turns": self.buffer.max_turns, "summary": summary, "semantic": semantic}
 
     def _embed(self, text: str) -> Sequence[float]:

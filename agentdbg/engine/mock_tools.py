@@ -65,9 +65,14 @@ class KeyValueStore:
 
         return Tool(name, description or "Store a value under a key.", {"key": str, "value": str}, kv_set)
 
-    def get_tool(self, name: str = "kv_get", description: str = "") -> Tool:
+    def get_tool(self, name: str = "kv_get", description: str = "", missing: str | None = None) -> Tool:
+        """``missing``: what a missing key returns, ``{key}`` filled in (``"missing:{key}"``,
+        as the ToyLLM walkthrough's store answers); None: a KeyError, an error observation."""
+
         def kv_get(key: str) -> Any:
             if key not in self.data:
+                if missing is not None:
+                    return missing.replace("{key}", key)  # not str.format: the key is data
                 raise KeyError(key)
             return self.data[key]
 

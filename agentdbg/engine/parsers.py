@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -34,7 +34,29 @@ class FinalAnswer:
     answer: str | None  # None: the policy finished without an answer (a plan's "finish")
 
 
-Step = Action | FinalAnswer
+@dataclass(frozen=True)
+class ParallelCalls:
+    """Several tool calls in one turn: dispatched together, observed in this order."""
+
+    thought: str
+    actions: tuple[Action, ...]
+
+    @property
+    def call(self) -> str:
+        return "\n".join(action.call for action in self.actions)
+
+
+@dataclass(frozen=True)
+class ActionPlan:
+    """A whole plan written at once: the calls to make, in order (plan-and-execute)."""
+
+    thought: str
+    actions: tuple[Action, ...]
+
+
+Step = Action | FinalAnswer | ParallelCalls | ActionPlan
+
+MAX_CALLS = 64  # calls in one turn, items in one plan: more is a runaway output, not a plan
 
 # --- text formats -----------------------------------------------------------------------
 
@@ -67,6 +89,9 @@ def parse_bracket_action(text: str) -> Step:
         return FinalAnswer(_thought_before(text, final.start()), text[final.end():].strip())
     line = _ACTION_LINE.search(text)
     if not line:
+        plan = _PLAN.search(text)
+        if plan:
+            return _bracket_plan(text, plan)
         raise ValueError("invalid format, use Action: name[argument] or Final Answer: ...")
     written = line.group(1).strip()
     call = _BRACKET_CALL.match(written)
@@ -74,6 +99,35 @@ def parse_bracket_action(text: str) -> Step:
         raise ValueError(f"invalid format {written!r}, use Action: name[argument]")
     name, argument = call.groups()
     return Action(_thought_before(text, line.start()), name, argument.strip(), call=f"{name}[{argument.strip()}]")
+
+
+_PLAN = re.compile(r"^[ \t]*Plan[ \t]*:[ \t]*$", re.M)
+_PLAN_ITEM = re.compile(r"^[ \t]*(\d{1,4})[.)][ \t]*(.*)$")
+
+
+def _bracket_plan(text: str, plan: re.Match[str]) -> ActionPlan:
+    """``Plan:`` then numbered lines ``1. name[argument]``, one call each (blank lines and
+    text after the last item end the plan)."""
+    actions: list[Action] = []
+    for line in text[plan.end():].split("\n"):
+        if not line.strip():
+            if actions:
+                break
+            continue
+        item = _PLAN_ITEM.match(line)
+        if not item:
+            break
+        written = item.group(2).strip()
+        call = _BRACKET_CALL.match(written)
+        if not call:
+            raise ValueError(f"plan item {item.group(1)} {written!r:.80} is not a call, use N. name[argument]")
+        name, argument = call.groups()
+        actions.append(Action("", name, argument.strip(), call=f"{name}[{argument.strip()}]"))
+    if not actions:
+        raise ValueError("a Plan: needs numbered items, one call each: 1. name[argument]")
+    if len(actions) > MAX_CALLS:
+        raise ValueError(f"a plan of {len(actions)} items; at most {MAX_CALLS}")
+    return ActionPlan(_thought_before(text, plan.start()), tuple(actions))
 
 
 _ANSWER = re.compile(r"^[ \t]*(?:Final[ \t]+)?Answer[ \t]*:[ \t]*", re.M)
@@ -163,6 +217,11 @@ def parse_plan_step(step: Any) -> Step:
     and is not a tool call (an ``answer`` argument, if given, is the answer)."""
     if isinstance(step, str):
         step = (step,)
+    if isinstance(step, (tuple, list)) and step and all(isinstance(part, (tuple, list)) for part in step):
+        calls = [parse_plan_step(part) for part in step]
+        if not all(isinstance(call, Action) for call in calls):
+            raise ValueError("several calls in one plan step cannot include finish")
+        return _parallel("", calls)  # type: ignore[arg-type]
     if not isinstance(step, (tuple, list)) or not 1 <= len(step) <= 2:
         raise ValueError(f"a plan step is (tool, args), got {step!r:.80}")
     name = step[0]
@@ -193,16 +252,62 @@ def parse_script_step(step: Any) -> Step:
             if key in step:
                 return FinalAnswer(thought, str(step[key]))
         raise ValueError("a finish step needs 'content' (the answer)")
+    for key, make in (("actions", _parallel), ("plan", _plan)):
+        if key in step:
+            items = step[key]
+            if not isinstance(items, list) or not items:
+                raise ValueError(f"'{key}' must be a non-empty list of calls")
+            return make(thought, [_script_call(item, f"{key} #{i + 1}") for i, item in enumerate(items)])
+    return _script_call(step, "a script step", thought)
+
+
+def _parallel(thought: str, actions: list[Action]) -> Step:
+    if len(actions) > MAX_CALLS:
+        raise ValueError(f"{len(actions)} calls in one turn; at most {MAX_CALLS}")
+    if len(actions) == 1:
+        return replace(actions[0], thought=thought)
+    return ParallelCalls(thought, tuple(actions))
+
+
+def _plan(thought: str, actions: list[Action]) -> Step:
+    if len(actions) > MAX_CALLS:
+        raise ValueError(f"a plan of {len(actions)} items; at most {MAX_CALLS}")
+    return ActionPlan(thought, tuple(actions))
+
+
+def _script_call(step: Any, what: str, thought: str = "") -> Action:
+    """One call of a script: ``{"action": name, "args": {...}}`` (or ``action = {"name", "args"}``)."""
+    if not isinstance(step, dict):
+        raise ValueError(f"{what} is a dict, got {type(step).__name__}")
     action = step.get("action")
     args = step.get("args", {})
     if isinstance(action, dict):
         args = action.get("args", action.get("arguments", {}))
         action = action.get("name", action.get("tool"))
     if not isinstance(action, str) or not action:
-        raise ValueError("a script step needs an 'action' naming a tool, or kind = 'finish'")
+        raise ValueError(f"{what} needs an 'action' naming a tool" + (", or kind = 'finish'" if what == "a script step" else ""))
     if not isinstance(args, dict):
         raise ValueError(f"'args' must be a dict, got {type(args).__name__}")
     return Action(thought, action, dict(args), call=_describe_call(action, args))
+
+
+_REFLECTION = re.compile(r"^[ \t]*Reflection[ \t]*:[ \t]*", re.M)
+MAX_REFLECTION_CHARS = 20_000
+
+
+def parse_reflection(output: Any) -> str:
+    """A critique the policy wrote when asked to reflect, in any format: a script's
+    ``{"reflection": ...}``, or text (what follows ``Reflection:`` if it says so, else all
+    of it). ValueError when there is none."""
+    if isinstance(output, dict):
+        output = output.get("reflection", output.get("thought"))
+    if not isinstance(output, str):
+        raise ValueError(f"a reflection is text, got {type(output).__name__}")
+    found = _REFLECTION.search(output)
+    text = (output[found.end():] if found else output).strip()
+    if not text:
+        raise ValueError("the reflection is empty")
+    return text[:MAX_REFLECTION_CHARS]
 
 
 PARSERS: dict[str, Callable[[Any], Step]] = {

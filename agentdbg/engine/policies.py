@@ -10,6 +10,7 @@ from typing import Any
 
 from agentdbg import regex
 from agentdbg.engine.parsers import get_parser
+from agentdbg.engine.texts import SCRIPT_END_ANSWER
 
 
 class Policy:
@@ -19,6 +20,8 @@ class Policy:
     kind: str = "policy"
     # True when ``reported_tokens`` gives what a call really cost (a model API's usage).
     reports_usage: bool = False
+    # True when ``respond`` past the end (``exhausted``) answers a finish instead of failing.
+    answers_past_end: bool = False
     # Set by the loop while ``respond`` runs: ``on_note(text, data)`` records a note (a retry,
     # say) in the trace as it happens, as a raw event of the step.
     on_note: Callable[[str, dict[str, Any]], None] | None = None
@@ -51,6 +54,7 @@ class Policy:
 
 
 class _Script(Policy):
+    answers_past_end = True
     def __init__(self, outputs: Sequence[Any], format: str, then: str = "stop"):
         get_parser(format)  # fail early on an unknown format
         if then not in ("stop", "repeat"):
@@ -68,8 +72,8 @@ class _Script(Policy):
         return self.position >= len(self.outputs) and (self.then == "stop" or not self.outputs)
 
     def respond(self, prompt: str) -> Any:
-        if self.exhausted:
-            raise IndexError("the script has no more outputs")
+        if self.exhausted:  # asked again past its end: it finishes, as the ToyLLM script does
+            return _FINISH.get(self.format, _FINISH["bracket"])(SCRIPT_END_ANSWER)
         output = self.outputs[min(self.position, len(self.outputs) - 1)]
         self.position += 1
         return output
@@ -77,6 +81,17 @@ class _Script(Policy):
     def describe(self) -> str:
         repeat = ", then repeats the last" if self.then == "repeat" else ""
         return f"{self.kind}: {len(self.outputs)} scripted outputs ({self.format} format{repeat})"
+
+
+# A finish step in each format, for a script asked past its end.
+_FINISH: dict[str, Callable[[str], Any]] = {
+    "plan": lambda answer: ("finish", {"answer": answer}),
+    "script": lambda answer: {"kind": "finish", "content": answer},
+    "bracket": lambda answer: f"Final Answer: {answer}",
+    "json": lambda answer: f"Final Answer: {answer}",
+    "colon": lambda answer: f"Answer: {answer}",
+    "numbered": lambda answer: f"Action: Finish[{answer}]",
+}
 
 
 class ScriptedPlan(_Script):

@@ -264,7 +264,16 @@ class ToolRegistry:
         for tool in tools or []:
             self.register(tool)
 
-    def register(self, tool: Tool) -> Tool:
+    def register(self, tool: Tool | str, fn: Callable[..., Any] | None = None) -> Tool:
+        """Add ``tool``; or, as the ToyLLM loop registers its tools, a name and a plain
+        function (``register("kv_get", kv.get)``), described from its type hints by
+        ``Tool.from_function``."""
+        if isinstance(tool, str):
+            if fn is None:
+                raise TypeError(f"register({tool!r}) needs the function too: register({tool!r}, fn)")
+            tool = Tool.from_function(fn, name=tool)
+        elif fn is not None:
+            raise TypeError("register(tool) takes a Tool alone, or a name and a function")
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool

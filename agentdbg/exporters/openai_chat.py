@@ -30,6 +30,7 @@ from agentdbg.exporters.runs import (
     observation_id,
     run_facts,
     step_facts,
+    turn_text,
     written_call,
 )
 from agentdbg.model.state import StepRecord
@@ -105,6 +106,8 @@ def _step(messages: _Messages, run: RunStream, record: StepRecord, feedback: lis
           unanswered: set[str]) -> dict:
     """Write the step's messages; returns its facts the messages do not carry."""
     facts: dict[str, Any] = {}
+    if len(record.calls) > 1:
+        return _calls(messages, record, facts)
     if record.tool is not None:
         args, positional = arguments_object(record, run.start.tools)
         identifier = call_id(record)
@@ -144,7 +147,7 @@ def _step(messages: _Messages, run: RunStream, record: StepRecord, feedback: lis
             facts["thought"] = record.thought
     else:
         error = f"[{record.error_kind}] {record.error or ''}".strip() if record.error_kind else ""
-        text = record.thought or error or "(no output)"  # a message without text makes no step
+        text = turn_text(record) or error or "(no output)"  # a message without text makes no step
         messages.add({"role": "assistant", "content": text})
         facts["not_answer"] = True
         if text != record.thought:
@@ -157,4 +160,24 @@ def _step(messages: _Messages, run: RunStream, record: StepRecord, feedback: lis
         facts["observation_error"] = record.observation_error
         if observation_id(record):
             facts["observation_id"] = observation_id(record)
+    return facts
+
+
+def _calls(messages: _Messages, record: StepRecord, facts: dict) -> dict:
+    """A turn of several calls: one assistant message with every call, then each reply."""
+    ids = [call.id or f"call_{record.step}_{i}" for i, call in enumerate(record.calls, 1)]
+    calls = [{"id": identifier, "type": "function",
+              "function": {"name": call.tool, "arguments": json.dumps(
+                  call.args if isinstance(call.args, dict) else {"input": "" if call.args is None else str(call.args)},
+                  ensure_ascii=False)}}
+             for identifier, call in zip(ids, record.calls, strict=True)]
+    messages.add({"role": "assistant", "content": record.thought or None, "tool_calls": calls})
+    for identifier, call in zip(ids, record.calls, strict=True):
+        if call.observation is not None:
+            messages.add({"role": "tool", "tool_call_id": identifier, "content": call.observation})
+    failed = [{"id": identifier, "kind": call.error_kind, "message": call.error or ""}
+              for identifier, call in zip(ids, record.calls, strict=True) if call.error_kind is not None]
+    if failed:
+        facts["call_errors"] = failed
+    facts["calls"] = len(record.calls)  # one turn: not read back, the importer makes a step of each call
     return facts

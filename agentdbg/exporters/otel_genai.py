@@ -29,9 +29,10 @@ from agentdbg.exporters.runs import (
     observation_id,
     run_facts,
     step_facts,
+    turn_text,
     written_call,
 )
-from agentdbg.model.state import StepRecord
+from agentdbg.model.state import CallRecord, StepRecord
 
 NAME = "otel-genai"
 DESCRIPTION = "OpenTelemetry GenAI spans in OTLP/JSON, one trace per run"
@@ -161,7 +162,13 @@ def _step(writer: _Writer, run: RunStream, record: StepRecord, previous: StepRec
         parts.append({"type": "reasoning", "content": record.thought})
     attributes = [attribute("gen_ai.operation.name", "chat"), *common, attribute("agentdbg.step", record.step)]
     error = None
-    if record.tool is not None:
+    several = len(record.calls) > 1
+    if several:  # one turn, several calls: a part for each, then a tool span for each
+        for index, call in enumerate(record.calls, 1):
+            parts.append({"type": "tool_call", "id": _several_id(record, call, index), "name": call.tool,
+                          "arguments": _call_arguments(call, run.start.tools)})
+        reason = "tool_call"
+    elif record.tool is not None:
         args, positional = arguments_object(record, run.start.tools)
         call = {"type": "tool_call", "id": call_id(record) or None, "name": record.tool, "arguments": args}
         parts.append(call)
@@ -182,6 +189,11 @@ def _step(writer: _Writer, run: RunStream, record: StepRecord, previous: StepRec
         reason = "stop"
     else:
         reason = "error" if record.error_kind else "stop"
+        if record.plan is not None or record.reflection is not None:  # what the turn wrote instead of a call
+            written = turn_text(record)
+            if record.thought and written.startswith(record.thought):
+                written = written[len(record.thought):].lstrip("\n")  # the thought is its reasoning part
+            parts.append({"type": "text", "content": written})
     if record.tool is None:
         if record.error_kind is not None:
             error = error or record.error or record.error_kind
@@ -208,8 +220,46 @@ def _step(writer: _Writer, run: RunStream, record: StepRecord, previous: StepRec
         attributes.append(attribute(f"agentdbg.{key}", value))
     writer.span(run, run.id("chat", n), root, f"chat {model}" if model else "chat", SPAN_KIND_CLIENT,
                 chat_start, chat_end, attributes, error)
-    if record.tool is not None and (record.observation is not None or record.error_kind is not None):
+    if several:
+        for index, call in enumerate(record.calls, 1):
+            if call.observation is not None or call.error_kind is not None:
+                _several_tool(writer, run, record, call, index, root)
+    elif record.tool is not None and (record.observation is not None or record.error_kind is not None):
         _tool(writer, run, record, root)
+
+
+def _several_id(record: StepRecord, call: CallRecord, index: int) -> str:
+    return call.id or f"call_{record.step}_{index}"
+
+
+def _call_arguments(call: CallRecord, tools: list) -> dict:
+    if isinstance(call.args, dict):
+        return call.args
+    spec = next((t for t in tools if isinstance(t, dict) and t.get("name") == call.tool), None)
+    params = spec.get("params") if isinstance(spec, dict) else None
+    name = next(iter(params)) if isinstance(params, dict) and len(params) == 1 else "input"
+    return {str(name): "" if call.args is None else str(call.args)}
+
+
+def _several_tool(writer: _Writer, run: RunStream, record: StepRecord, call: CallRecord, index: int,
+                  root: str) -> None:
+    """The tool span of one of a turn's several calls."""
+    start = writer.clock
+    end = writer.tick()
+    attributes = [attribute("gen_ai.operation.name", "execute_tool"), attribute("gen_ai.tool.name", call.tool),
+                  attribute("gen_ai.tool.type", "function"),
+                  attribute("gen_ai.tool.call.arguments", _call_arguments(call, run.start.tools)),
+                  attribute("gen_ai.tool.call.id", _several_id(record, call, index))]
+    if call.observation is not None:
+        attributes.append(attribute("gen_ai.tool.call.result", call.observation))
+    error = None
+    if call.failed:
+        error = call.error or call.observation or "the tool call failed"
+        attributes += [attribute("error.type", call.error_kind or "_OTHER"),
+                       attribute("agentdbg.error.kind", call.error_kind or ""),
+                       attribute("agentdbg.error.message", call.error or "")]
+    writer.span(run, run.id("execute_tool", f"{record.step}.{index}"), root, f"execute_tool {call.tool}",
+                SPAN_KIND_INTERNAL, start, end, attributes, error)
 
 
 def _inputs(run: RunStream, previous: StepRecord | None) -> list[dict]:
@@ -217,6 +267,11 @@ def _inputs(run: RunStream, previous: StepRecord | None) -> list[dict]:
     reply after that (the whole history on every turn would grow as the run's square)."""
     if previous is None:
         return [_text_message("user", run.start.task)] if run.start.task else []
+    if len(previous.calls) > 1:
+        return [{"role": "tool", "parts": [{"type": "tool_call_response", "id": _several_id(previous, call, index),
+                                             "response": call.observation}
+                                            for index, call in enumerate(previous.calls, 1)
+                                            if call.observation is not None]}]
     if previous.observation is None:
         return []
     if previous.tool is not None:

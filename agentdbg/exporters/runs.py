@@ -127,7 +127,26 @@ def step_facts(record: StepRecord) -> dict[str, Any]:
              if isinstance(e, ev.Observation) and (e.key or e.replayed is not None)]
     if held:
         facts["control"] = held
+    # Plans, plan items and reflections: written for the record, not read back on import.
+    if record.plan is not None:
+        facts["plan"] = {"items": record.plan.items, "revision": record.plan.revision}
+    if record.item:
+        facts["plan_item"] = record.item
+    if record.reflection is not None:
+        facts["reflection"] = {"text": record.reflection.text, "on_step": record.reflection.on_step}
     return facts
+
+
+def turn_text(record: StepRecord) -> str:
+    """A turn that called nothing and answered nothing, as the model wrote it: its
+    reflection, or its thought and its plan ('' when it said none of these)."""
+    if record.reflection is not None:
+        return f"Reflection: {record.reflection.text}"
+    lines = [record.thought] if record.thought else []
+    if record.plan is not None:
+        lines.append("Plan:")
+        lines.extend(f"{i}. {item}" for i, item in enumerate(record.plan.items, 1))
+    return "\n".join(lines)
 
 
 def run_facts(run: RunStream) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentdbg.engine import events as ev
+from agentdbg.engine.agent import REFLECT_CUE
 from agentdbg.engine.memory import render_context
 from agentdbg.model.runs import RunView
 from agentdbg.model.state import StepRecord
@@ -21,7 +22,7 @@ TASK_HEADER = "Task and transcript:"
 _SYSTEM_SOURCES = ("system message", "developer message", "system prompt")
 
 # How each scratchpad label is written in a transcript.
-_TRANSCRIPT_LABELS = {"Thought", "Action", "Observation", "Final Answer"}
+_TRANSCRIPT_LABELS = {"Reflection", "Thought", "Action", "Observation", "Final Answer"}
 
 
 def step_text(record: StepRecord) -> str:
@@ -30,6 +31,8 @@ def step_text(record: StepRecord) -> str:
     for label, text in record.transcript():
         if label in _TRANSCRIPT_LABELS:
             lines.append(f"{label}: {text}")
+        elif label == "Plan":
+            lines.append(f"Plan:\n{text}")
         elif label == "Output":
             lines.append(text)
     return "\n".join(lines)
@@ -78,12 +81,14 @@ def _message_text(data: Any) -> str:
 
 def _prompt_body(run: RunView, step: int, max_steps_shown: int | None) -> str:
     info = run.info
+    reflection = run.record(step).reflection
+    cue = "" if reflection is None else "\n" + REFLECT_CUE.format(step=reflection.on_step)  # asked to reflect
     if info.memory:
         before = run.state_at(step - 1).memory
-        return render_context(info.task_line, before.summary, run.record(step).recalled, list(before.buffer))
+        return render_context(info.task_line, before.summary, run.record(step).recalled, list(before.buffer)) + cue
     first = 1 if max_steps_shown is None else max(1, step - max_steps_shown)
     parts = [info.task_line]
     if first > 1:
         parts.append(f"(… {first - 1:,} earlier steps)")
     parts += [step_text(run.record(n)) for n in range(first, step)]
-    return "\n".join(part for part in parts if part)
+    return "\n".join(part for part in parts if part) + cue

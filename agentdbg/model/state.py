@@ -9,7 +9,8 @@ back is exact, and it serialises to a checkpoint so a reader can start mid-file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,8 +56,66 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class CallRecord:
+    """One tool call of a step and what answered it (a step may make several)."""
+
+    tool: str
+    args: Any = None
+    call: str = ""
+    id: str = ""
+    item: int = 0  # the plan item it carried out, 0 when the policy chose it in this step
+    observation: str | None = None
+    observation_error: bool = False
+    error_kind: str | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error_kind is not None or self.observation_error
+
+
+def _gather_calls(events: tuple[Any, ...]) -> tuple[CallRecord, ...]:
+    """The calls of a step of several, each with its observation and error: matched by
+    ``id``, else given to the first call not yet answered, in order. Linear in the events
+    (a damaged step may hold thousands of calls)."""
+    calls: list[dict[str, Any]] = []
+    waiting: dict[tuple[str, str], deque[int]] = {}  # (field, id) -> calls with that id still without it
+    first = {"observation": 0, "error": 0}  # below these, every call has that field
+    for event in events:
+        if isinstance(event, ev.ActionTaken):
+            calls.append({"tool": event.tool, "args": event.args, "call": event.call or _call_text(event),
+                          "id": event.id, "item": event.item})
+            if event.id:
+                for field_name in first:
+                    waiting.setdefault((field_name, event.id), deque()).append(len(calls) - 1)
+        elif isinstance(event, (ev.Observation, ev.StepError)):
+            field_name = "observation" if isinstance(event, ev.Observation) else "error"
+            index = None
+            queue = waiting.get((field_name, event.id)) if event.id else None
+            while queue:
+                candidate = queue.popleft()
+                if field_name not in calls[candidate]:
+                    index = candidate
+                    break
+            if index is None:
+                while first[field_name] < len(calls) and field_name in calls[first[field_name]]:
+                    first[field_name] += 1
+                if first[field_name] == len(calls):
+                    continue
+                index = first[field_name]
+            target = calls[index]
+            if isinstance(event, ev.Observation):
+                target.update(observation=event.text, observation_error=event.error)
+            else:
+                target.update(error=event.message, error_kind=event.kind)
+    return tuple(CallRecord(**call) for call in calls)
+
+
+@dataclass(frozen=True)
 class StepRecord:
-    """Everything one step's events say, in one place."""
+    """Everything one step's events say, in one place. A step of several calls keeps
+    them in ``calls``; ``tool``, ``args`` and ``call`` are then the first one's, and
+    ``observation`` their observations in call order, one per line."""
 
     step: int
     events: tuple[Any, ...] = ()
@@ -81,6 +140,10 @@ class StepRecord:
     operation: ev.Operation | None = None  # a keyed call started
     key: str = ""  # the operation key of the call the observation answers
     replayed: dict[str, Any] | None = None  # the observation is a recorded result: {"step", "run"?}
+    calls: tuple[CallRecord, ...] = ()  # when the step made more than one call
+    plan: ev.PlanMade | None = None  # the policy wrote a plan in this step
+    item: int = 0  # the plan item this step carried out (1-based): the policy was not asked
+    reflection: ev.Reflection | None = None  # the policy's critique of a failed step
 
     @classmethod
     def from_events(cls, step: int, events: Iterable[ev.Event]) -> StepRecord:
@@ -89,6 +152,7 @@ class StepRecord:
         recalled: list[Any] = []
         thoughts: list[str] = []
         updates: list[ev.MemoryUpdate] = []
+        actions = 0
         for event in got["events"]:
             if isinstance(event, ev.Thought):
                 # Joined by newlines, the whole stripped (each part added in one pass:
@@ -97,7 +161,13 @@ class StepRecord:
                 if text:
                     thoughts.append(text)
             elif isinstance(event, ev.ActionTaken):
-                got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event))
+                actions += 1
+                if actions == 1:
+                    got.update(tool=event.tool, args=event.args, call=event.call or _call_text(event), item=event.item)
+            elif isinstance(event, ev.PlanMade):
+                got["plan"] = event
+            elif isinstance(event, ev.Reflection):
+                got["reflection"] = event
             elif isinstance(event, ev.ParseFailed):
                 got.update(parse_error=event.message, output=event.text)
             elif isinstance(event, ev.StepError):
@@ -126,9 +196,26 @@ class StepRecord:
                 got["end"] = event
         if thoughts:
             got["thought"] = "\n".join(thoughts)
+        if actions > 1:
+            calls = got["calls"] = _gather_calls(got["events"])
+            answered = [c.observation for c in calls if c.observation is not None]
+            if answered:
+                got["observation"] = "\n".join(answered)
+            got["observation_error"] = got.get("observation_error", False) or any(c.observation_error for c in calls)
+            failed = next((c for c in calls if c.error_kind is not None), None)
+            if failed is not None:
+                got.update(error_kind=failed.error_kind, error=failed.error)
         if updates:
             got["memory"] = updates[0] if len(updates) == 1 else _merge_updates(updates)
         return cls(step=step, recalled=tuple(recalled), raw=tuple(raw), **got)
+
+    @property
+    def called_tool(self) -> str | None:
+        """The tool this step called: its action's tool, unless a guard stopped the action
+        before it ran (a repeat, the token budget: a trip and no observation)."""
+        if self.tripped is not None and self.observation is None:
+            return None
+        return self.tool
 
     @property
     def is_error(self) -> bool:
@@ -146,6 +233,33 @@ class StepRecord:
         if self.observation_error is True:
             return f"error observation: {self.observation}"
         return None
+
+    @property
+    def all_calls(self) -> tuple[CallRecord, ...]:
+        """Every call of the step (none, one, or several), each with what answered it."""
+        if self.calls:
+            return self.calls
+        if self.tool is None:
+            return ()
+        return (CallRecord(self.tool, self.args, self.call, "", self.item, self.observation,
+                           self.observation_error, self.error_kind, self.error),)
+
+    @property
+    def asked_policy(self) -> bool:
+        """The policy was asked in this step (a plan's item runs without asking it)."""
+        return self.item == 0
+
+    def count_calls(self, counts: dict[str, list[int]]) -> None:
+        """Add this step's calls to ``counts`` (tool -> [calls, failures]) in place."""
+        if not self.calls:
+            tool = self.called_tool  # a call a guard stopped before it ran is not one
+            if tool is not None:
+                made, failed = counts.get(tool, (0, 0))
+                counts[tool] = [made + 1, failed + (1 if self.error_kind is not None or self.observation_error else 0)]
+            return
+        for call in self.calls:
+            made, failed = counts.get(call.tool, (0, 0))
+            counts[call.tool] = [made + 1, failed + (1 if call.failed else 0)]
 
     @property
     def is_repeat(self) -> bool:
@@ -195,7 +309,8 @@ class StepRecord:
         return f"not run again: the result recorded at {where} for operation {self.key or '(no key)'}"
 
     def marker(self) -> str:
-        """One word for the timeline: final, tripped, error, repeat, raw, or ''."""
+        """One word for the timeline: final, tripped, error, repeat, reflection, plan,
+        raw, or ''."""
         if self.answer is not None:
             return "final"
         if self.tripped is not None:
@@ -204,6 +319,10 @@ class StepRecord:
             return "error"
         if self.is_repeat:
             return "repeat"
+        if self.reflection is not None:
+            return "reflection"
+        if self.plan is not None:
+            return "plan"
         if self.raw and self.tool is None:
             return "raw"
         return ""
@@ -211,10 +330,20 @@ class StepRecord:
     def transcript(self) -> list[tuple[str, str]]:
         """The step as the policy's scratchpad shows it: (label, text) pairs."""
         lines: list[tuple[str, str]] = []
+        if self.reflection is not None:
+            lines.append(("Reflection", self.reflection.text))
         if self.thought:
             lines.append(("Thought", self.thought))
-        if self.tool is not None:
+        if self.plan is not None:
+            if self.plan.revision > 1:
+                lines.append(("Replan", f"revision {self.plan.revision}: the policy planned again"))
+            lines.append(("Plan", plan_text(self.plan)))
+        if self.calls:
+            lines.extend(("Action", call.call) for call in self.calls)
+        elif self.tool is not None:
             lines.append(("Action", self.call))
+        if self.item:
+            lines.append(("Plan item", f"{self.item} (carried out without asking the policy)"))
         if self.approval is not None:
             lines.append(("Approval", self.approval_text()))
         if self.replayed is not None:
@@ -225,7 +354,13 @@ class StepRecord:
             lines.append(("Output", self.output))
         if self.answer is not None:
             lines.append(("Final Answer", self.answer))
-        if self.observation is not None:
+        if self.calls:
+            for call in self.calls:
+                if call.observation is not None:
+                    lines.append(("Observation", call.observation))
+                elif call.error is not None:
+                    lines.append(("Error", call.error))
+        elif self.observation is not None:
             lines.append(("Observation", self.observation))
         elif self.error is not None:
             lines.append(("Error", self.error))
@@ -237,6 +372,56 @@ class StepRecord:
             if isinstance(event, ev.Paused):
                 lines.append(("Paused", pause_text(event)))
         return lines
+
+
+PLAN_LOOKBACK = 200  # steps a plan's progress is looked for behind the current one
+
+
+@dataclass(frozen=True)
+class PlanProgress:
+    """Where a plan stands at a step: the plan, the step that wrote it, and each item's
+    status: ``done``, ``failed``, ``current`` (carried out at this step; ``failed`` wins),
+    ``next`` (the one the next step runs), ``pending``, or ``dropped`` (after a failed item:
+    never run)."""
+
+    plan: ev.PlanMade
+    step: int
+    statuses: tuple[str, ...]
+
+
+def plan_progress(record_at: Callable[[int], StepRecord], step: int) -> PlanProgress | None:
+    """The plan the step ``step`` wrote or carries out an item of, with each item's status
+    at that step; None for any other step. ``record_at(n)`` reads step n."""
+    current = record_at(step)
+    if current.plan is None and not current.item:
+        return None
+    at, record = step, current
+    while record.plan is None:  # back over the items already carried out
+        at -= 1
+        if at < 1 or step - at > PLAN_LOOKBACK:
+            return None
+        record = record_at(at)
+        if record.plan is None and not record.item:
+            return None
+    plan = record.plan
+    statuses = ["pending"] * len(plan.items)
+    failed = False
+    for number in range(at + 1, step + 1):
+        item = record_at(number).item
+        if 1 <= item <= len(statuses):
+            bad = record_at(number).is_error
+            statuses[item - 1] = "failed" if bad else "current" if number == step else "done"
+            failed = failed or bad
+    if failed:
+        statuses = ["dropped" if status == "pending" else status for status in statuses]
+    elif "pending" in statuses:
+        statuses[statuses.index("pending")] = "next"
+    return PlanProgress(plan, at, tuple(statuses))
+
+
+def plan_text(plan: ev.PlanMade) -> str:
+    """A plan's items, one numbered line each (``2. calc[18 * 2]``)."""
+    return "\n".join(f"{i}. {item}" for i, item in enumerate(plan.items, 1))
 
 
 def pause_text(event: ev.Paused) -> str:
@@ -340,6 +525,9 @@ class RunState:
     verdict: dict[str, Any] | None = None  # the grader's, once the run has ended with one (run_end.verdict)
     approvals: dict[str, Any] = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
+    policy_calls: int = 0  # steps that asked the policy (a plan's items do not)
+    plans: int = 0  # plans written (the first and each replan)
+    reflections: int = 0  # reflection steps
 
     @classmethod
     def initial(cls, info: RunInfo) -> RunState:
@@ -354,10 +542,7 @@ class RunState:
 
     def advance(self, record: StepRecord) -> RunState:
         calls = dict(self.tool_calls)
-        if record.tool is not None:
-            made, failed = calls.get(record.tool, [0, 0])
-            tool_failed = record.error_kind is not None or record.observation_error
-            calls[record.tool] = [made + 1, failed + (1 if tool_failed else 0)]
+        record.count_calls(calls)
         guards = record.guards
         trips = self.trips
         if record.tripped is not None:
@@ -383,6 +568,9 @@ class RunState:
             verdict=end.verdict if end is not None else self.verdict,
             approvals=_counted(self.approvals, record.decision),
             replayed=self.replayed + (1 if record.replayed is not None else 0),
+            policy_calls=self.policy_calls + (1 if record.asked_policy else 0),
+            plans=self.plans + (1 if record.plan is not None else 0),
+            reflections=self.reflections + (1 if record.reflection is not None else 0),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -416,6 +604,9 @@ class RunState:
             "outcome": self.outcome,
             "approvals": dict(self.approvals),
             "replayed": self.replayed,
+            "policy_calls": self.policy_calls,
+            "plans": self.plans,
+            "reflections": self.reflections,
         }
         if self.verdict is not None:  # only once a run has ended graded: checkpoints stay as they were
             data["verdict"] = self.verdict
@@ -461,8 +652,12 @@ class RunState:
         approvals = data.get("approvals", {})
         if not isinstance(approvals, dict) or not all(isinstance(k, str) and _is_count(v) for k, v in approvals.items()):
             raise ValueError("checkpoint state is malformed: 'approvals' should map decisions to counts")
-        if not _is_count(data.get("replayed", 0)):
-            raise ValueError("checkpoint state is malformed: 'replayed' should be a count")
+        for key in ("replayed", "policy_calls", "plans", "reflections"):
+            if not _is_count(data.get(key, 0)):
+                raise ValueError(f"checkpoint state is malformed: {key!r} should be a count")
+        # Older checkpoints do not count policy calls: every step before then asked the policy.
+        found = data.get("policy_calls", data.get("step", 0))
+        policy_calls = found if isinstance(found, int) and _is_count(found) else 0
         try:
             return cls(
                 step=int(data["step"]),
@@ -492,6 +687,9 @@ class RunState:
                 verdict=verdict,
                 approvals=dict(approvals),
                 replayed=int(data.get("replayed", 0)),
+                policy_calls=policy_calls,
+                plans=int(data.get("plans") or 0),
+                reflections=int(data.get("reflections") or 0),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"checkpoint state is malformed: {exc}") from None
@@ -610,6 +808,9 @@ class Tally:
     verdict: dict[str, Any] | None = None  # the grader's, from run_end
     approvals: dict[str, Any] = field(default_factory=dict)  # decision -> how many calls got it
     replayed: int = 0  # observations that were an operation's recorded result
+    policy_calls: int = 0  # steps that asked the policy (a plan's items do not)
+    plans: int = 0
+    reflections: int = 0
 
     @classmethod
     def from_state(cls, state: RunState) -> Tally:
@@ -617,10 +818,17 @@ class Tally:
                    state.step_tokens, {name: list(calls) for name, calls in state.tool_calls.items()},
                    state.error_count, state.parse_errors, state.repeat_count, list(state.trips),
                    state.raw_count, state.answer, state.outcome, state.verdict, dict(state.approvals),
-                   state.replayed)
+                   state.replayed, state.policy_calls, state.plans, state.reflections)
 
     def add(self, record: StepRecord) -> None:
-        self.add_parts(record.step, record.tool, record.error_kind is not None, record.parse_error is not None,
+        if record.calls:  # several calls: counted one by one; the step's other counters as usual
+            record.count_calls(self.tool_calls)
+        if not record.asked_policy:
+            self.policy_calls -= 1  # add_parts counts every step as asking the policy
+        self.plans += 1 if record.plan is not None else 0
+        self.reflections += 1 if record.reflection is not None else 0
+        self.add_parts(record.step, None if record.calls else record.called_tool, record.error_kind is not None,
+                       record.parse_error is not None,
                        record.observation_error, record.guards, record.answer,
                        None if record.tripped is None else (record.tripped.guard, record.tripped.message),
                        len(record.raw), None if record.end is None else record.end.outcome)
@@ -635,6 +843,7 @@ class Tally:
                   observation_error: bool, guards: ev.GuardCounters | None, answer: str | None,
                   tripped: tuple[str, str] | None, raw: int, outcome: str | None) -> None:
         """One step, given by what the counters read of it (see ``add``)."""
+        self.policy_calls += 1
         if tool is not None:
             made, failed = self.tool_calls.get(tool, (0, 0))
             self.tool_calls[tool] = [made + 1, failed + (1 if step_error or observation_error else 0)]

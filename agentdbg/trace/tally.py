@@ -140,17 +140,20 @@ class Folder:
                 match = _STEP.fullmatch(data, start, stop)
             else:  # a last line without its newline is read all the same
                 match = _STEP.fullmatch(data[start:stop] + b"\n")
+            if match is not None and data.count(b'{"type":"action"', start, stop) > 1:
+                match = None  # several calls in one step: each counted, the ordinary way
         if match is None:
             self.decoded(number)
             return
         tally = self.tally
         calls = tally.tool_calls
+        tally.policy_calls += 1  # a plan item's action (with "item") is not in the pattern: this step asked
         tool = match.group("tool")
         observation = match.start("observation")
         failed = observation >= 0 and match.start("failed") > observation and match.group("failed") == b"true"
         step_error = match.start("error") >= 0
         parse_error = match.start("parse") >= 0
-        if tool is not None:
+        if tool is not None and not (observation < 0 and match.start("tripped") >= 0):  # a guard stopped it
             name = self._name(tool)
             made, bad = calls.get(name, (0, 0))
             calls[name] = [made + 1, bad + (1 if step_error or failed else 0)]
@@ -184,6 +187,7 @@ class Folder:
         step's without one). ``guards_step(at)`` is the step holding offset ``at``;
         ``counted``, the stretch's ``count_tools`` when known already."""
         calls = self.tally.tool_calls
+        self.tally.policy_calls += last - self.tally.step  # a plain step asked the policy (no plan item)
         if counted is None:
             counted = count_tools(data, start, stop)
         for tool, times in counted.items():
@@ -247,7 +251,7 @@ def sketch(number: int, data: bytes, start: int, stop: int) -> Sketch | None:
     if stop <= start or data[stop - 1:stop] != b"\n" or stop - start > FAST_STEP_BYTES:
         return None
     match = _STEP.fullmatch(data, start, stop)
-    if match is None:
+    if match is None or data.count(b'{"type":"action"', start, stop) > 1:  # several calls: decode them
         return None
     regs = match.regs  # every group's span in one call: a check sketches many steps
     observation, failed_at = regs[_OBSERVATION][0], regs[_FAILED][0]

@@ -26,6 +26,9 @@ KEYED_BY_DATA = {("action", "args"), ("run_start", "tools", "[]", "params"),
 SYNTHETIC_EVENTS = {
     "raw": {"type": "raw", "step": 1, "source": "fuzz", "data": {"k": "v", "n": 1}, "note": "a raw record"},
     "pause": {"type": "pause", "step": 1, "waited": 2.5, "ended": "timeout", "reason": "breakpoint: step 1"},
+    # Written by the sample plans' runs too (kv_tax_replan.toml): these stand in if none is recorded.
+    "plan": {"type": "plan", "step": 1, "items": ["calc[5 - 3]", "calc[2 * 10]"], "revision": 2},
+    "reflection": {"type": "reflection", "step": 1, "text": "the tool name was wrong", "on_step": 1},
 }
 
 

@@ -17,7 +17,7 @@ from textual.strip import Strip
 
 from agentdbg.debugger.find import Query
 from agentdbg.model.prompt import SYSTEM_HEADER, TASK_HEADER, prompt_at
-from agentdbg.model.state import StepRecord
+from agentdbg.model.state import PlanProgress, StepRecord, plan_progress
 from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
 from agentdbg.tui.widgets.lines import LinePane, wrap
@@ -35,7 +35,15 @@ LABEL_STYLES = {
     "Approval": "bold magenta",
     "Replayed": "bold blue",
     "Operation": "bold blue",
+    "Plan": "bold blue",
+    "Plan item": "blue",
+    "Replan": "bold blue",
+    "Reflection": "bold magenta",
 }
+# How the plan panel marks each item (see state.PlanProgress).
+PLAN_MARKS = {"done": ("✓", "green"), "failed": ("✗", "bold red"), "current": ("▶", "bold cyan"),
+              "next": ("›", "cyan"), "pending": ("·", "dim"), "dropped": ("–", "dim strike")}
+PLAN_ITEMS_SHOWN = 64
 FOLD_LINES = 4  # earlier steps: longer texts are folded to this many lines
 FOLD_CHARS = 400
 LABEL_CHARS = 80  # the task's label ("Question", "Task", "Claim")
@@ -189,11 +197,17 @@ class Scratchpad(LinePane):
             record = run.record(step)
         except (IndexError, ValueError, OSError):
             return None
-        block, _ = wrap(self._block(record, current, width), width, self.app.console, self.rich_style)
+        progress = None
+        if current:
+            try:
+                progress = plan_progress(run.record, step)
+            except (IndexError, ValueError, OSError):
+                progress = None
+        block, _ = wrap(self._block(record, current, width, progress), width, self.app.console, self.rich_style)
         self._blocks.set(key, block)
         return block
 
-    def _block(self, record: StepRecord, current: bool, width: int) -> list[Text]:
+    def _block(self, record: StepRecord, current: bool, width: int, progress: PlanProgress | None = None) -> list[Text]:
         title = f" Step {record.step} "
         if current:
             rule = Text.assemble(("▶" + title, "bold reverse cyan"), (" current ", "bold cyan"))
@@ -203,7 +217,10 @@ class Scratchpad(LinePane):
             rule.append("─" * max(width - rule.cell_len, 0))
             rule.stylize("dim")
         block = [rule]
+        if progress is not None:
+            block.extend(_plan_lines(progress, record.step))
         transcript = record.transcript()
+        observed = iter([c for c in record.calls if c.observation is not None])  # one per Observation line
         for label, value in transcript[:STEP_LINES]:
             limit_chars = CURRENT_CHARS if current or not self.folded else FOLD_CHARS
             text, more = clip(value, limit_chars)
@@ -214,8 +231,10 @@ class Scratchpad(LinePane):
                     hidden = f"{len(lines) - FOLD_LINES} more lines"
                     text = "\n".join(lines[:FOLD_LINES])
             style = LABEL_STYLES.get(label, "bold")
-            if label == "Observation" and record.observation_error:
-                style = "bold red"
+            if label == "Observation":
+                call = next(observed, None)
+                if call.observation_error if call is not None else record.observation_error:
+                    style = "bold red"
             paragraph = Text.assemble((f"{label}: ", style), text)
             if hidden:
                 paragraph.append(f"… [{hidden}]" if current else f" … ({hidden}; f unfolds)", style="italic")
@@ -241,6 +260,26 @@ class Scratchpad(LinePane):
         start = self._current_start_line
         target = max(0, min(len(lines) - height, start))
         self.scroll_to(y=target, animate=False, immediate=True, force=True)
+
+
+def _plan_lines(progress: PlanProgress, step: int) -> list[Text]:
+    """The plan this step belongs to, each item marked: done, failed, current, next..."""
+    plan = progress.plan
+    where = "written at this step" if progress.step == step else f"written at step {progress.step}"
+    revision = f", replan {plan.revision - 1}" if plan.revision > 1 else ""
+    lines = [Text.assemble(("Plan", "bold blue"), (f" ({where}{revision}):", "blue"))]
+    for number, (item, status) in enumerate(zip(plan.items[:PLAN_ITEMS_SHOWN], progress.statuses, strict=False), 1):
+        mark, style = PLAN_MARKS.get(status, ("·", "dim"))
+        line = Text.assemble((f"  {mark} ", style), (f"{number}. ", "bold"), clipped(one_line(item, 400), 400))
+        if status in ("current", "failed", "next"):
+            line.append(f"  ← {'failed here' if status == 'failed' else 'this step' if status == 'current' else 'next'}",
+                        style=style)
+        if status == "dropped":
+            line.stylize("dim")
+        lines.append(line)
+    if len(plan.items) > PLAN_ITEMS_SHOWN:
+        lines.append(Text(f"  … {len(plan.items) - PLAN_ITEMS_SHOWN} more items", style="dim italic"))
+    return lines
 
 
 def _prompt_line(line: str) -> Text:

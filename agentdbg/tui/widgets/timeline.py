@@ -31,6 +31,8 @@ MARKERS = {
     "tripped": "⊘",
     "final": "✔",
     "raw": "?",
+    "plan": "☰",
+    "reflection": "✎",
     "": " ",
 }
 GUTTER = {"": "  ", "on": "● ", "off": "○ "}
@@ -53,18 +55,23 @@ class Row:
         marker = record.marker()
         if record.answer is not None:
             return cls(marker, "answer", one_line(record.answer, 200), False)
+        if record.reflection is not None:
+            return cls(marker, "(reflect)", one_line(record.reflection.text, 200), False)
+        if record.plan is not None:
+            items = record.plan.items
+            shown = ", ".join(_plan_item_tool(item) for item in items[:8]) + (", …" if len(items) > 8 else "")
+            revision = f"replan {record.plan.revision - 1}: " if record.plan.revision > 1 else ""
+            return cls(marker, "(plan)", one_line(f"{revision}{len(items)} items: {shown}", SUMMARY_CHARS), False)
+        if len(record.calls) > 1:  # one turn, several calls: one row
+            calls = record.calls
+            shown = " · ".join(f"{'✗' if call.failed else ''}{one_line(call.tool, 40)}({_args_summary(call.args)})"
+                               for call in calls[:8])
+            return cls(marker, f"{len(calls)} calls", one_line(shown, SUMMARY_CHARS),
+                       any(call.error_kind == "unknown_tool" for call in calls))
         if record.tool is not None:
-            args = record.args
-            if isinstance(args, dict):
-                parts = []
-                for key, value in args.items():  # as many as the row can show, of however many
-                    parts.append(f"{one_line(key, 40)}={one_line(value, 40)}")
-                    if len(parts) * 3 > SUMMARY_CHARS:
-                        parts.append("…")
-                        break
-                summary = ", ".join(parts)
-            else:
-                summary = "" if args is None else args if isinstance(args, str) else str(args)
+            summary = _args_summary(record.args)
+            if record.item:
+                summary = f"#{record.item} {summary}"  # the plan item it carried out
             return cls(marker, one_line(record.tool, 60), one_line(summary, SUMMARY_CHARS),
                        record.error_kind == "unknown_tool")
         if record.parse_error is not None:
@@ -76,6 +83,26 @@ class Row:
         if record.raw:
             return cls(marker, "(raw)", one_line(record.raw[0].note or record.raw[0].source, 200), False)
         return cls(marker, "", one_line(record.thought, 200), False)
+
+
+def _args_summary(args) -> str:
+    if isinstance(args, dict):
+        parts = []
+        for key, value in args.items():  # as many as the row can show, of however many
+            parts.append(f"{one_line(key, 40)}={one_line(value, 40)}")
+            if len(parts) * 3 > SUMMARY_CHARS:
+                parts.append("…")
+                break
+        return ", ".join(parts)
+    return "" if args is None else args if isinstance(args, str) else str(args)
+
+
+def _plan_item_tool(item) -> str:
+    """The tool an item (a call as written) names: ``calc[5 - 3]`` -> ``calc``."""
+    text = one_line(item, 60)
+    for stop in ("[", "(", ":"):
+        text = text.split(stop, 1)[0]
+    return text.strip() or "?"
 
 
 class Timeline(ScrollView, can_focus=True):
@@ -94,6 +121,8 @@ class Timeline(ScrollView, can_focus=True):
         "timeline--tripped",
         "timeline--final",
         "timeline--raw",
+        "timeline--plan",
+        "timeline--reflection",
     }
     DEFAULT_CSS = """
     Timeline {

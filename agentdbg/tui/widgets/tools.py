@@ -26,17 +26,24 @@ class ToolsPane(LinePane):
 
     def content_key(self) -> object:
         calls = self.state.tool_calls if self.state is not None else {}
-        return (id(self.info), self.current_tool, tuple((k, tuple(v)) for k, v in calls.items()))
+        return (id(self.info), self.current_tools, tuple((k, tuple(v)) for k, v in calls.items()))
 
     @property
     def current_tool(self) -> str | None:
         return self.record.tool if self.record is not None else None
 
+    @property
+    def current_tools(self) -> frozenset[str]:
+        """The tools the current step calls: one, or each of its several calls'."""
+        if self.record is None:
+            return frozenset()
+        return frozenset(call.tool for call in self.record.all_calls)
+
     def build(self, width: int) -> list:
         if self.info is None:
             return [Text("No run.", style="dim")]
         calls = self.state.tool_calls if self.state is not None else {}
-        current = self.current_tool
+        current = self.current_tools
         out: list = []
         known: set[str] = set()
         for spec in self.info.tools:
@@ -44,17 +51,17 @@ class ToolsPane(LinePane):
                 continue
             name = str(spec.get("name", ""))
             known.add(name)
-            out.extend(self._tool(spec, name, calls.get(name, [0, 0]), name == current, width))
+            out.extend(self._tool(spec, name, calls.get(name, [0, 0]), name in current, width))
         undeclared = sorted(set(calls) - known, key=str)
         if not known:
             # An imported run often does not list its tools: what it called is all there is.
             out.append(Text("This run declares no tools; the tools it called:" if undeclared
                             else "This run declares no tools.", style="dim italic"))
             for name in undeclared:
-                out.append(self._head(name, "", calls[name], name == current, width))
+                out.append(self._head(name, "", calls[name], name in current, width))
             return out
         for name in undeclared:
-            out.extend(self._unknown(name, calls[name], name == current, width))
+            out.extend(self._unknown(name, calls[name], name in current, width))
         return out
 
     def _tool(self, spec: dict, name: str, counts: list, current: bool, width: int) -> list:

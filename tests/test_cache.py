@@ -49,3 +49,29 @@ def test_timeline_rows_evict_least_recently_used(monkeypatch):
     assert counting.reads == []  # still cached
     pane.row(2)
     assert counting.reads == [2]  # dropped, read again
+
+
+async def test_timeline_painted_rows_evict_least_recently_painted(monkeypatch):
+    from test_tui_support import SIZE, demo_app, settle
+
+    monkeypatch.setattr(timeline, "ROW_CACHE_SIZE", 3)
+    app = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("c", "c")  # run to the end: five steps to paint
+        await settle(pilot)
+        pane = app.query_one(timeline.Timeline)
+        pane.scroll_to(y=0, animate=False, immediate=True, force=True)
+        pane.set_cursor(5)
+        pane.scroll_to(y=0, animate=False, immediate=True, force=True)
+        painted: list[int] = []
+        real = pane._render_row
+        monkeypatch.setattr(pane, "_render_row", lambda step, width: painted.append(step) or real(step, width))
+        pane._strips.clear()
+        for y in (0, 1, 2, 0, 3):  # row 1 is painted again before row 4 comes
+            pane.render_line(y)
+        painted.clear()
+        pane.render_line(0)
+        assert painted == []  # row 1 was used recently: still painted
+        pane.render_line(1)
+        assert painted == [2]  # row 2 was the one used longest ago

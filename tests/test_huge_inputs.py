@@ -19,6 +19,7 @@ from agentdbg.engine import events as ev
 from agentdbg.state import RunInfo, RunState, StepRecord, Tally
 from agentdbg.text import flat, one_line, shorten
 from agentdbg.trace import reader
+from agentdbg.trace import run as trace_run
 from agentdbg.trace.reader import TraceRun, open_trace
 from agentdbg.trace.synthetic import synthetic_run
 from agentdbg.trace.writer import write_trace
@@ -257,7 +258,7 @@ _DAMAGE = st.sampled_from([b"", b"not json\n", b'{"type":"thought","step":1,"tex
        every=st.sampled_from([3, 10**9]))
 def test_fast_stats_equal_stats_from_every_step_decoded(tmp_path: Path, monkeypatch, steps, ended: bool,
                                                         every: int) -> None:
-    monkeypatch.setattr(reader, "FAST_FOLD_AFTER", 0)  # the fast fold for every run, however short
+    monkeypatch.setattr(trace_run, "FAST_FOLD_AFTER", 0)  # the fast fold for every run, however short
     events: list[ev.Event] = [ev.RunStart(step=0, task="t", guards={"token_budget": 100})]
     for number, (step_events, _) in enumerate(steps, 1):
         events.append(ev.StepStart(step=number))

@@ -128,7 +128,6 @@ def test_no_import_cycles():
 DEFERRED_ON_PURPOSE = frozenset({
     ("agentdbg.recorder", "agentdbg.integrations.openai"),
     ("agentdbg.recorder", "agentdbg.integrations.anthropic"),
-    ("agentdbg.trace.follow", "agentdbg.trace.reader"),
 })
 
 

@@ -21,7 +21,8 @@ from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession
 from agentdbg.engine import events as ev
-from agentdbg.trace import reader, scan
+from agentdbg.trace import run as trace_run
+from agentdbg.trace import scan
 from agentdbg.trace.reader import TraceRun, open_trace
 from agentdbg.trace.writer import write_trace
 
@@ -99,7 +100,7 @@ _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Heal
 @pytest.fixture(autouse=True)
 def _small_blocks(monkeypatch):
     monkeypatch.setattr(scan, "BLOCK_BYTES", 700)  # many blocks, steps cut across their edges
-    monkeypatch.setattr(reader, "FAST_FOLD_AFTER", 0)
+    monkeypatch.setattr(trace_run, "FAST_FOLD_AFTER", 0)
 
 
 def _check_result(path: Path, names: list[str], slow: bool, monkeypatch) -> dict:

@@ -17,6 +17,7 @@ from agentdbg.plans import load_plan
 from agentdbg.runs import EventRun
 from agentdbg.state import group_run
 from agentdbg.trace import format as fmt
+from agentdbg.trace import index as trace_index
 from agentdbg.trace import reader
 from agentdbg.trace.reader import TraceRun, open_trace, sniff
 from agentdbg.trace.synthetic import synthetic_run
@@ -197,9 +198,9 @@ def test_the_first_steps_are_readable_before_the_index_is_complete(tmp_path: Pat
 
 def test_progress_is_reported_while_steps_appear(tmp_path: Path, monkeypatch) -> None:
     path = record(tmp_path / "big.jsonl", list(synthetic_run(3000, seed=2)))
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 16 * 1024)
-    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 4 * 1024)
-    monkeypatch.setattr(reader, "NOTIFY_INTERVAL", 0)
+    monkeypatch.setattr(trace_index, "CHUNK_BYTES", 16 * 1024)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 4 * 1024)
+    monkeypatch.setattr(trace_index, "NOTIFY_INTERVAL", 0)
     monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda self: None)
     document = open_trace(path)
     seen: list[int] = []
@@ -214,7 +215,7 @@ def test_a_run_can_be_read_from_another_thread_while_indexing(tmp_path: Path, mo
 
     events = list(synthetic_run(4000, seed=4))
     path = record(tmp_path / "big.jsonl", events)
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 8 * 1024)
+    monkeypatch.setattr(trace_index, "CHUNK_BYTES", 8 * 1024)
     expected = group_run(events)
     document = open_trace(path)
     errors: list[BaseException] = []
@@ -710,7 +711,7 @@ def test_closing_while_indexing_wakes_every_waiter(tmp_path: Path, monkeypatch) 
 
 def test_an_index_that_fails_says_where_and_keeps_what_it_found(tmp_path: Path, monkeypatch) -> None:
     path = record(tmp_path / "big.jsonl", list(synthetic_run(3000, seed=2)))
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(trace_index, "CHUNK_BYTES", 64 * 1024)
     calls = {"n": 0}
     real_scan = reader.TraceIndex._scan_chunk
 
@@ -732,7 +733,7 @@ def test_opening_and_indexing_parse_no_event_line(tmp_path: Path, monkeypatch) -
     path = record(tmp_path / "big.jsonl", list(synthetic_run(3000, seed=3)))
     parsed: list[object] = []
     real_loads = json.loads
-    monkeypatch.setattr(reader.json, "loads", lambda text, *a, **k: parsed.append(text) or real_loads(text, *a, **k))
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: parsed.append(text) or real_loads(text, *a, **k))
     with open_trace(path) as document:
         document.wait(10)
         assert document.runs[0].step_count == 3000
@@ -768,8 +769,8 @@ def test_checkpoints_of_several_runs_stay_with_their_run(tmp_path: Path, sample_
     stray = data[start:data.index(b"\n", start) + 1]
     at = data.index(b"\n", data.index(b'"name":"kv-tax"')) + 1
     path.write_bytes(data[:at] + stray + data[at:])
-    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 700)
-    monkeypatch.setattr(reader, "CHUNK_BYTES", 900)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 700)
+    monkeypatch.setattr(trace_index, "CHUNK_BYTES", 900)
     with open_trace(path) as document:
         document.wait(10)
         assert [run.step_count for run in document.runs] == [5, 6, 2, 3]
@@ -793,7 +794,7 @@ def test_problems_are_announced_as_they_are_found(hallucinating: Path, monkeypat
     data = hallucinating.read_bytes()
     damaged = data.replace(b'{"type":"thought","step":3,', b'{"type":"thought","step":3,,')
     hallucinating.write_bytes(damaged[:-10])  # and a cut-off last line
-    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 100)  # what open_trace finds is in .problems already
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 100)  # what open_trace finds is in .problems already
     monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda self: None)
     document = open_trace(hallucinating)
     heard = []

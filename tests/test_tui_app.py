@@ -26,24 +26,35 @@ from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.widgets.timeline import Timeline
 
 
+def stops_heard(messages: list) -> list:
+    """The stops a continue reported (``DebuggerApp.Stopped`` messages), in order."""
+    return [message.stop for message in messages if isinstance(message, DebuggerApp.Stopped)]
+
+
 async def test_demo_continue_stops_at_the_unknown_tool_then_runs_to_the_answer():
     app = demo_app()
-    async with app.run_test(size=SIZE) as pilot:
+    messages: list = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await settle(pilot)
         assert app.session.cursor == 0
         assert "Question: How many copies of Il Gattopardo" in pane_text(app, "scratchpad")
         await press(pilot, "c")
+        await pilot.pause()
         assert app.session.cursor == 1
-        assert "Stopped at step 1" in status(app)
-        assert "tool error" in status(app) and "web_search" in status(app)
+        (stop,) = stops_heard(messages)
+        assert stop.step == 1 and stop.at_breakpoint
+        assert any(reason.startswith("tool error") and "web_search" in reason for reason in stop.reasons)
+        assert "Stopped at step 1" in status(app)  # and the status line says so
         tools = pane_text(app, "tools")
         assert "web_search (unknown tool)" in tools
         assert "no such tool exists" in tools
         timeline = app.query_one(Timeline)
         assert "✗" in timeline.row_text(1) and "web_search" in timeline.row_text(1)
         await press(pilot, "c")
+        await pilot.pause()
         assert app.session.cursor == 5
-        assert "final answer: 2" in status(app)
+        assert [stop.step for stop in stops_heard(messages)] == [1, 5]
+        assert any(reason.startswith("final answer: 2") for reason in stops_heard(messages)[-1].reasons)
         assert "Final Answer: 2" in pane_text(app, "scratchpad")
         assert "answered" in app.query_one("#header").text
         # Stepping back shows exactly the state of the earlier step.
@@ -118,7 +129,8 @@ async def test_go_to_on_a_live_run_runs_the_engine_that_far(tmp_path):
 
 async def test_breakpoint_toggle_saves_beside_the_file_and_reloads(tmp_path):
     app = live_app(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
+    messages: list = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await settle(pilot)
         await press(pilot, "g")
         await type_text(pilot, "3")
@@ -127,7 +139,8 @@ async def test_breakpoint_toggle_saves_beside_the_file_and_reloads(tmp_path):
         assert app.query_one(Timeline).row_text(3).startswith("●")
         await press(pilot, "home", "C")  # nothing before step 1
         await press(pilot, "c")
-        assert app.session.cursor == 3 and "breakpoint: step 3" in status(app)
+        await pilot.pause()
+        assert app.session.cursor == 3 and stops_heard(messages)[-1].reasons == ["breakpoint: step 3"]
     sidecar = sidecar_path(breakpoints_target(tmp_path / "library_hallucinating.toml", "plan"))
     saved = json.loads(sidecar.read_text())
     assert saved["breakpoints"] == [{"kind": "step", "spec": "3", "enabled": True}]
@@ -166,7 +179,8 @@ async def test_stuck_run_stops_at_the_repeat(tmp_path):
 
 async def test_breakpoint_manager_adds_filters_toggles_and_reports_bad_ones(tmp_path):
     app = live_app(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
+    messages: list = []
+    async with app.run_test(size=SIZE, message_hook=messages.append) as pilot:
         await settle(pilot)
         await press(pilot, "B")
         assert app.screen.id == "breakpoints"
@@ -184,8 +198,9 @@ async def test_breakpoint_manager_adds_filters_toggles_and_reports_bad_ones(tmp_
         await settle(pilot)
         assert app.breakpoints.auto["tool_error"] is False
         await press(pilot, "escape", "c")
+        await pilot.pause()
         assert app.session.cursor == 4
-        assert "breakpoint: ~tool calc" in status(app)
+        assert stops_heard(messages)[-1].reasons == ["breakpoint: ~tool calc"]
         assert next(iter(app.breakpoints)).hits == 1
         await press(pilot, "B")
         table = app.screen.query_one("#bp-list")

@@ -79,6 +79,7 @@ def screen_text(app) -> str:
 
 def deferred_index(monkeypatch) -> None:
     """Traces index only their first 4 KiB on opening; the rest only once someone waits for it."""
+    from agentdbg.trace import index as trace_index
     from agentdbg.trace import reader
 
     pending: list = []
@@ -89,7 +90,7 @@ def deferred_index(monkeypatch) -> None:
             start_thread(pending.pop())
         return wait(index, timeout)
 
-    monkeypatch.setattr(reader, "FIRST_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 4096)
     monkeypatch.setattr(reader.TraceIndex, "start_thread", lambda index: pending.append(index))
     monkeypatch.setattr(reader.TraceIndex, "wait", start_when_waited_for)
 

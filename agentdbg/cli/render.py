@@ -5,540 +5,135 @@ Every string from a run is untrusted: it goes through ``agentdbg.text.sanitize``
 ``rich.text.Text`` objects, so neither markup nor terminal control sequences in a trace can
 reach the terminal; ``agentdbg.cli.terminal`` checks all that is written once more.
 JSON output escapes what could fool a terminal (``agentdbg.text.escape_json``).
+
+The work is split by job: ``inputs`` (opening files, walking runs), ``problems`` (warnings
+and failures), ``json_output`` and ``text_output``; this module names all of it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
-from collections.abc import Iterator
-from typing import Any, TextIO
-
-from rich.cells import cell_len
-from rich.console import Console
-from rich.style import Style
-from rich.text import Span, Text
-
+from agentdbg.cli.inputs import (
+    MAX_RUNS as MAX_RUNS,
+)
+from agentdbg.cli.inputs import (  # noqa: F401
+    InputError as InputError,
+)
+from agentdbg.cli.inputs import (
+    _report_unread_runs as _report_unread_runs,
+)
+from agentdbg.cli.inputs import (
+    add_input_arguments as add_input_arguments,
+)
+from agentdbg.cli.inputs import (
+    iter_records as iter_records,
+)
+from agentdbg.cli.inputs import (
+    iter_runs as iter_runs,
+)
+from agentdbg.cli.inputs import (
+    no_runs as no_runs,
+)
+from agentdbg.cli.inputs import (
+    open_input as open_input,
+)
+from agentdbg.cli.inputs import (
+    runs_left_unread as runs_left_unread,
+)
+from agentdbg.cli.inputs import (
+    wait_for_index as wait_for_index,
+)
+from agentdbg.cli.inputs import (
+    wait_for_runs as wait_for_runs,
+)
+from agentdbg.cli.inputs import (
+    wait_for_step as wait_for_step,
+)
+from agentdbg.cli.json_output import (  # noqa: F401
+    dumps as dumps,
+)
+from agentdbg.cli.json_output import (
+    info_dict as info_dict,
+)
+from agentdbg.cli.json_output import (
+    record_dict as record_dict,
+)
+from agentdbg.cli.json_output import (
+    verdict_dict as verdict_dict,
+)
+from agentdbg.cli.problems import (  # noqa: F401
+    MAX_PROBLEMS_SHOWN as MAX_PROBLEMS_SHOWN,
+)
+from agentdbg.cli.problems import (
+    fail as fail,
+)
+from agentdbg.cli.problems import (
+    print_problems as print_problems,
+)
+from agentdbg.cli.problems import (
+    quiet_broken_pipe as quiet_broken_pipe,
+)
 from agentdbg.cli.terminal import make_console as make_console
-from agentdbg.cli.terminal import terminal_stream
-from agentdbg.engine import events as ev
-from agentdbg.engine.verdicts import Verdict
+from agentdbg.cli.terminal import terminal_stream as terminal_stream
+from agentdbg.cli.text_output import (  # noqa: F401
+    LABEL_STYLES as LABEL_STYLES,
+)
+from agentdbg.cli.text_output import (
+    MARKER_STYLES as MARKER_STYLES,
+)
+from agentdbg.cli.text_output import (
+    TEXT_CHARS as TEXT_CHARS,
+)
+from agentdbg.cli.text_output import (
+    _clean as _clean,
+)
+from agentdbg.cli.text_output import (
+    _first_lines as _first_lines,
+)
+from agentdbg.cli.text_output import (
+    _pair as _pair,
+)
+from agentdbg.cli.text_output import (
+    _text as _text,
+)
+from agentdbg.cli.text_output import (
+    _wrap as _wrap,
+)
+from agentdbg.cli.text_output import (
+    counters_line as counters_line,
+)
+from agentdbg.cli.text_output import (
+    emit as emit,
+)
+from agentdbg.cli.text_output import (
+    guards_text as guards_text,
+)
+from agentdbg.cli.text_output import (
+    memory_line as memory_line,
+)
+from agentdbg.cli.text_output import (
+    outcome_text as outcome_text,
+)
+from agentdbg.cli.text_output import (
+    plural as plural,
+)
+from agentdbg.cli.text_output import (
+    rows_text as rows_text,
+)
+from agentdbg.cli.text_output import (
+    run_header as run_header,
+)
+from agentdbg.cli.text_output import (
+    run_title as run_title,
+)
+from agentdbg.cli.text_output import (
+    state_block as state_block,
+)
+from agentdbg.cli.text_output import (
+    step_block as step_block,
+)
 from agentdbg.model.outcome import VERDICT_STYLES as VERDICT_STYLES
-from agentdbg.model.outcome import outcome_style, run_outcome, run_verdict, verdict_style
-from agentdbg.model.runs import Document, Indexing, Problem
-from agentdbg.model.state import RunInfo, RunState, StepRecord
-from agentdbg.text import escape_json, one_line, sanitize, shorten
-
-MAX_PROBLEMS_SHOWN = 20
-TEXT_CHARS = 100_000  # a text in human output is cut beyond this (--json has all of it)
-MAX_RUNS = 20_000  # runs a command reads from one file by default (--max-runs): bounded time
-LABEL_STYLES = {
-    "Thought": "italic",
-    "Action": "bold cyan",
-    "Output": "magenta",
-    "Final Answer": "bold green",
-    "Observation": "green",
-    "Error": "bold red",
-    "Raw": "magenta",
-    "Guard": "bold yellow",
-    "Paused": "yellow",
-    "Approval": "bold magenta",
-    "Replayed": "bold blue",
-    "Operation": "bold blue",
-    "Plan": "bold blue",
-    "Plan item": "blue",
-    "Replan": "bold blue",
-    "Reflection": "bold magenta",
-}
-MARKER_STYLES = {"final": "bold green", "tripped": "bold white on red", "error": "bold red",
-                 "repeat": "bold yellow", "raw": "magenta", "plan": "bold blue", "reflection": "bold magenta"}
-
-
-class InputError(Exception):
-    """The input or an argument cannot be used: the command exits with 2."""
-
-
-# -- arguments and input ------------------------------------------------------------------
-
-
-def add_input_arguments(parser: argparse.ArgumentParser, several: bool = False) -> None:
-    """FILE and the options on how to read it; ``several``: FILE... (``args.files``)."""
-    what = "a trace (.jsonl), a plan (.toml, run headless) or a run saved by another agent stack"
-    if several:
-        parser.add_argument("files", nargs="+", metavar="FILE", help=f"{what}; several may be given")
-    else:
-        parser.add_argument("file", help=what)
-    parser.add_argument("--run", type=int, metavar="N", help="only run N of a file with several (1-based)")
-    parser.add_argument("--format", metavar="NAME", help="read FILE as this format instead of detecting it (plan, trace, or an importer's name)")
-    parser.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
-    parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model over the network (the plan names the server)")
-    parser.add_argument("--max-runs", type=int, default=MAX_RUNS, metavar="N",
-                        help=f"read at most N runs of a file with more (default {MAX_RUNS:,}; 0: no limit)")
-    parser.add_argument("--approve", choices=("always", "never"),
-                        help="decide every call to a plan's dangerous tools in advance: run it (always) or deny it "
-                             "(never); a plan with dangerous tools needs one")
-
-
-def open_input(args: argparse.Namespace) -> Document:
-    from agentdbg.documents import open_document
-
-    try:
-        return open_document(args.file, format=args.format, allow_code=args.allow_code,
-                             allow_network=getattr(args, "allow_network", False), live=False,
-                             follow=getattr(args, "follow", False), approve=getattr(args, "approve", None))
-    except ModuleNotFoundError as exc:  # no importers in this installation
-        if exc.name and exc.name.startswith("agentdbg.importers"):
-            raise InputError(f"{args.file}: not an agentdbg trace or plan") from None
-        raise
-    except (ValueError, OSError) as exc:  # OpenError, PlanError, an importer's NotImportable
-        raise InputError(str(exc)) from None
-
-
-def no_runs(document: Document) -> InputError:
-    """A file with no run (a header and nothing more, or nothing readable): nothing to
-    show, count or check, so every command refuses it alike."""
-    return InputError(f"{document.path}: no runs in it")
-
-
-def wait_for_index(document: Document) -> None:
-    waiter = getattr(document, "wait", None)
-    if callable(waiter):
-        waiter()
-
-
-def wait_for_runs(document: Document, count: int) -> None:
-    """Wait until a file still being indexed has found ``count`` runs, or has no more."""
-    waiter = getattr(document, "wait", None)
-    while len(document.runs) < count and callable(waiter) and not getattr(document, "complete", True):
-        waiter(0.05)
-
-
-def iter_runs(document: Document, only: int | None = None, limit: int | None = None) -> Iterator[tuple[int, Any]]:
-    """(number, run) for each run, as soon as the index has found it; ``only`` picks one.
-    With ``limit``, runs after the first ``limit`` are left unread and reported as a
-    problem (``runs_left_unread`` says so afterwards)."""
-    if limit is not None and limit < 0:
-        raise InputError(f"--max-runs {limit}: give a number of runs, or 0 for no limit")
-    if only is not None:
-        if only < 1:
-            raise InputError(f"--run {only}: runs are numbered from 1")
-        wait_for_runs(document, only)
-        if len(document.runs) < only:
-            raise InputError(f"--run {only}: {document.path} has {plural(len(document.runs), 'run')}")
-        yield only, document.runs[only - 1]
-        return
-    number = 0
-    while True:
-        if number < len(document.runs):
-            if limit and number >= limit:
-                _report_unread_runs(document, limit)
-                return
-            number += 1
-            yield number, document.runs[number - 1]
-        elif getattr(document, "complete", True):
-            if number >= len(document.runs):
-                return
-        else:
-            document.wait(0.05)
-
-
-def _report_unread_runs(document: Document, limit: int) -> None:
-    waiter = getattr(document, "wait", None)
-    if callable(waiter):
-        waiter()  # the whole count, for the message
-    line_of = getattr(document.runs[limit], "line", None)
-    message = (f"run {limit + 1:,} starts here: the file has {len(document.runs):,} runs, and only the first "
-               f"{limit:,} are read (--max-runs N reads more, 0 all; --run N reads any one)")
-    document.problems.append(Problem(document.path, line_of, message))
-    document.runs_left_unread = len(document.runs) - limit
-
-
-def runs_left_unread(document: Document) -> int:
-    """Runs ``iter_runs`` left unread because of its limit (0 when it read them all)."""
-    return getattr(document, "runs_left_unread", 0)
-
-
-def iter_records(run: Any, start: int = 1, stop: int | None = None) -> Iterator[StepRecord]:
-    """Steps ``start``..``stop`` in order, waiting for a file's index where needed."""
-    step = start
-    while stop is None or step <= stop:
-        if step > run.step_count:
-            if isinstance(run, Indexing):
-                run.wait_for(step)
-            if step > run.step_count:
-                return
-        yield run.record(step)
-        step += 1
-
-
-def wait_for_step(run: Any, step: int) -> None:
-    if isinstance(run, Indexing):
-        run.wait_for(step)
-
-
-
-
-def verdict_dict(verdict: Verdict | None) -> dict[str, Any] | None:
-    return None if verdict is None else verdict.to_dict()
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
-
-
-def print_problems(problems: list, path: str, command: str, file: TextIO | None = None) -> None:
-    """Problems found reading ``path`` (a damaged line, an odd record), as warnings on stderr."""
-    out = terminal_stream(file or sys.stderr)
-    problems = list(problems)
-    for problem in problems[:MAX_PROBLEMS_SHOWN]:
-        print(f"agentdbg {command}: warning: {one_line(str(problem), 500)}", file=out)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        print(f"agentdbg {command}: warning: {len(problems) - MAX_PROBLEMS_SHOWN} more problems in {one_line(path, 500)}",
-              file=out)
-
-
-def quiet_broken_pipe() -> None:
-    """The reader went away (``agentdbg show big.jsonl | head``): stop writing, quietly."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
-def fail(command: str, message: str) -> int:
-    # Lines stay lines (a list of the formats tried reads better so); control sequences go.
-    print(f"agentdbg {command}: error: {shorten(message, 2000)}", file=terminal_stream(sys.stderr))
-    return 2
-
-
-# -- JSON shapes ----------------------------------------------------------------------------
-
-
-def dumps(data: Any) -> str:
-    return escape_json(json.dumps(ev.jsonable(data), ensure_ascii=False))
-
-
-def info_dict(info: RunInfo) -> dict[str, Any]:
-    return {"name": info.name, "task": info.task, "policy": info.policy, "source": info.source,
-            "tools": [spec.get("name") if isinstance(spec, dict) else spec for spec in info.tools],
-            "guards": info.guards, "memory": info.memory}
-
-
-def record_dict(record: StepRecord) -> dict[str, Any]:
-    guards = record.guards
-    return {
-        "step": record.step,
-        "marker": record.marker() or None,
-        "thought": record.thought or None,
-        "tool": record.tool,
-        "args": record.args,
-        "call": record.call or None,
-        "parse_error": record.parse_error,
-        "output": record.output or None,
-        "error_kind": record.error_kind,
-        "error": record.error,
-        "observation": record.observation,
-        "observation_error": record.observation_error,
-        "answer": record.answer,
-        "guards": None if guards is None else {
-            "steps": guards.steps, "repeats": guards.repeats, "errors": guards.errors,
-            "tokens": guards.tokens, "step_tokens": guards.step_tokens},
-        "tripped": None if record.tripped is None else {"guard": record.tripped.guard, "message": record.tripped.message},
-        "recalled": list(record.recalled),
-        "memory": None if record.memory is None else record.memory.to_dict(),
-        "raw": [event.to_dict() for event in record.raw],
-        "end": None if record.end is None else record.end.to_dict(),
-        "approval": None if record.approval is None else {
-            "decision": record.approval.decision, "by": record.approval.by, "reason": record.approval.reason,
-            "args": record.approval.args},
-        "key": record.key or None,
-        "replayed": record.replayed,
-        "calls": [{"tool": call.tool, "args": call.args, "call": call.call, "id": call.id or None,
-                   "observation": call.observation, "observation_error": call.observation_error,
-                   "error_kind": call.error_kind, "error": call.error} for call in record.calls] or None,
-        "plan": None if record.plan is None else {"items": record.plan.items, "revision": record.plan.revision},
-        "plan_item": record.item or None,
-        "reflection": None if record.reflection is None else {"text": record.reflection.text,
-                                                              "on_step": record.reflection.on_step},
-        "asked_policy": record.asked_policy,
-    }
-
-
-# -- human output ---------------------------------------------------------------------------
-
-
-def _clean(text: Any) -> str:
-    return sanitize(text if isinstance(text, str) else json.dumps(ev.jsonable(text), ensure_ascii=False))
-
-
-def _text(text: Any) -> str:
-    """A run's text for human output: cleaned, and cut with what is left out said."""
-    if isinstance(text, str) and len(text) > TEXT_CHARS:
-        return shorten(text, TEXT_CHARS)
-    return _clean(text)
-
-
-def _pair(pair: Any, off: str = "") -> str:
-    if isinstance(pair, list) and len(pair) == 2:
-        value, limit = pair
-        text = f"{value}/{limit}" if limit is not None else f"{value}{off}"
-        return text if isinstance(value, int) and isinstance(limit, (int, type(None))) else _clean(text)
-    return _clean(pair)
-
-
-def guards_text(info: RunInfo) -> str:
-    guards = info.guards or {}
-    parts = []
-    if guards.get("max_steps") is not None:
-        parts.append(f"max {guards['max_steps']} steps")
-    repeat = guards.get("repeat")
-    if isinstance(repeat, dict):
-        parts.append(f"repeat brake {repeat.get('mode')} ×{repeat.get('threshold')}")
-    if guards.get("max_consecutive_errors") is not None:
-        parts.append(f"{guards['max_consecutive_errors']} errors in a row")
-    if guards.get("token_budget") is not None:
-        parts.append(f"{guards['token_budget']:,} tokens" if isinstance(guards["token_budget"], int) else "")
-    return " · ".join(_clean(p) for p in parts if p) or "none"
-
-
-_WRAPPERS: dict[int, Console] = {}
-
-
-def _wrap(text: Text, width: int) -> list[Text]:
-    plain = text.plain
-    if "\n" not in plain and (len(plain) <= width // 2 or cell_len(plain) <= width):
-        return [text]  # the common case: one short line, no wrapping work
-    console = _WRAPPERS.get(width)
-    if console is None:
-        console = _WRAPPERS[width] = Console(width=width, highlight=False, markup=False, emoji=False)
-    return list(text.wrap(console, width, overflow="fold"))
-
-
-def emit(console: Console, text: Text) -> None:
-    """Print pre-wrapped text: plainly when there is no colour to show (a pipe, a file, a CI
-    log), which is many times faster on long transcripts."""
-    if console.color_system is None:
-        console.file.write(text.plain)
-    else:
-        console.print(text, end="", soft_wrap=True)
-
-
-def rows_text(rows: list[tuple[str, str, str | Text]], width: int, number_width: int = 4,
-              label_width: int = 12) -> Text:
-    """Rows of (number, label, value) with the value wrapped under itself (a hanging
-    indent), and no trailing spaces: readable in a terminal, a CI log or a file."""
-    indent = (number_width + 1 if number_width else 0) + label_width + 1
-    wrap_width = max(width - indent, 20)
-    pieces: list[str] = []
-    spans: list[Span] = []
-    position = 0
-
-    def put(text: str, style: str | Style = "") -> None:
-        nonlocal position
-        pieces.append(text)
-        if style and text:
-            spans.append(Span(position, position + len(text), style))
-        position += len(text)
-
-    for number, label, value in rows:
-        text = value if isinstance(value, Text) else Text(value)
-        lines = _wrap(text, wrap_width) if text.plain else [Text("")]
-        for index, line in enumerate(lines):
-            line.rstrip()
-            plain = line.plain
-            if index == 0:
-                if number_width:
-                    put(number.rjust(number_width), "bold" if number else "")
-                    put(" ")
-                put(label.ljust(label_width) if plain else label, LABEL_STYLES.get(label.strip(), "dim"))
-                if plain:
-                    put(" ")
-            elif plain:  # a blank line inside a value stays blank: no trailing spaces
-                put(" " * indent)
-            if line.style:
-                spans.append(Span(position, position + len(plain), line.style))
-            spans.extend(Span(position + span.start, position + span.end, span.style) for span in line.spans)
-            put(plain)
-            put("\n")
-    return Text("".join(pieces), spans=spans)
-
-
-def run_header(run: Any, number: int, total: int | None, path: str, width: int) -> Text:
-    info: RunInfo = run.info
-    title = Text()
-    count = f" of {total}" if total else ""
-    title.append(f"run {number}{count}", style="bold")
-    title.append(" · ")
-    title.append(run_title(run, number), style="bold magenta")
-    title.append(f"  ({sanitize(path)})", style="dim")
-    rows = []
-    if info.task:
-        rows.append(("", "task", _first_lines(_text(info.task), 12)))
-    tools = sorted(info.tool_names() - {""})
-    rows.append(("", "tools", _clean(", ".join(tools)) or "none"))
-    rows.append(("", "guards", guards_text(info)))
-    if info.policy:
-        rows.append(("", "policy", _clean(info.policy)))
-    for label, text in StepRecord.from_events(0, getattr(run, "preamble", ())).transcript():
-        rows.append(("", label.lower(), _first_lines(_text(text), 12)))  # kept before the first step
-    out = Text("\n")
-    out.append_text(title)
-    out.append("\n")
-    out.append_text(rows_text(rows, width, number_width=0, label_width=7))
-    out.append("\n")
-    return out
-
-
-def _first_lines(text: str, count: int) -> str:
-    lines = text.split("\n")
-    if len(lines) <= count:
-        return text
-    return "\n".join(lines[:count]) + f"\n… ({len(lines) - count} more lines; --json has them all)"
-
-
-def run_title(run: Any, number: int) -> str:
-    info = run.info
-    return one_line(info.name or info.task, 60) or f"run {number}"
-
-
-def step_block(record: StepRecord, width: int) -> Text:
-    """One step: number, the scratchpad lines, memory changes, the guard counters and a
-    marker (final, tripped, error, repeat)."""
-    rows: list[tuple[str, str, str | Text]] = []
-    for label, text in record.transcript():
-        if label == "Observation" and record.error is not None and not record.calls \
-                and record.error not in (text or ""):
-            rows.append(("", "Error", f"{_clean(record.error_kind)}: {_text(record.error)}"))
-        rows.append(("", label, _text(text)))
-    if record.parse_error is not None:
-        rows.insert(0, ("", "Error", f"parse error: {_clean(record.parse_error)}"))
-    if not rows:
-        rows.append(("", "(no events)", ""))
-    memory = memory_line(record)
-    if memory:
-        rows.append(("", "memory", Text(memory, style="dim")))
-    counters = Text(counters_line(record), style="dim")
-    marker = record.marker()
-    if marker:
-        if counters.plain:
-            counters.append("  ")
-        counters.append(f" {marker} ", style=MARKER_STYLES.get(marker, ""))
-    if counters.plain:
-        rows.append(("", "guards", counters))
-    first = rows[0]
-    rows[0] = (str(record.step), first[1], first[2])
-    return rows_text(rows, width)
-
-
-def counters_line(record: StepRecord) -> str:
-    guards = record.guards
-    if guards is None:
-        return ""
-    parts = [f"step {_pair(guards.steps)}", f"repeats {_pair(guards.repeats)}", f"errors {_pair(guards.errors)}"]
-    tokens = f"tokens {_pair(guards.tokens)}"
-    if guards.step_tokens:
-        tokens += f" (+{guards.step_tokens})"
-    parts.append(tokens)
-    return " · ".join(parts)
-
-
-def memory_line(record: StepRecord) -> str:
-    parts = []
-    if record.recalled:
-        best = record.recalled[0]
-        score = best.get("score") if isinstance(best, dict) else None
-        parts.append(f"recalled {len(record.recalled)}" + (f" (best {score:.2f})" if isinstance(score, (int, float)) else ""))
-    update = record.memory
-    if update is not None:
-        if update.added:
-            parts.append(f"+{plural(len(update.added), 'turn')}")
-        if update.evicted:
-            parts.append(f"{len(update.evicted)} evicted")
-        if update.summary is not None:
-            parts.append("summary updated")
-        if update.stored:
-            parts.append(f"{len(update.stored)} stored")
-    return " · ".join(parts)
-
-
-def outcome_text(run: Any, width: int, state: RunState | None = None) -> Text:
-    """The run's last line: how it ended, after how many steps, with what answer."""
-    end = run.end
-    value = Text()
-    outcome = run_outcome(run, state)
-    style = outcome_style(outcome, end is not None and end.answer is not None)
-    value.append(sanitize(outcome), style=style)
-    verdict = run_verdict(run, state)
-    if verdict is not None:
-        value.append(", ")
-        value.append(verdict.word, style=verdict_style(verdict))
-    if end is not None:
-        value.append(f" after {plural(end.steps, 'step')}")
-        if end.answer is not None:
-            value.append(": ")
-            value.append(_text(end.answer), style="bold")
-        elif end.message:
-            value.append(": ")
-            value.append(_clean(end.message))
-    elif outcome == "incomplete":
-        value.append(f" after {plural(run.step_count, 'step')} (the run has no end: recording cut off?)")
-    rows: list[tuple[str, str, str | Text]] = [("", "outcome", value)]
-    if verdict is not None and verdict.details():
-        rows.append(("", "", Text(_clean(verdict.details()), style="dim")))
-    return rows_text(rows, width, number_width=0, label_width=8)
-
-
-def state_block(state: RunState, info: RunInfo, width: int) -> Text:
-    """Everything derived at a step: guard counters, tools, errors, trips, memory tiers."""
-    rows: list[tuple[str, str, str | Text]] = [
-        ("", "steps", _pair(state.steps)),
-        ("", "repeats", _pair(state.repeats, " (brake off)")),
-        ("", "errors in a row", _pair(state.errors, " (no limit)")),
-        ("", "tokens", f"{_pair(state.tokens, ' (no budget)')}, this step {state.step_tokens}"),
-    ]
-    tools = ", ".join(
-        f"{name} {calls[0]}" + (f" ({calls[1]} failed)" if len(calls) > 1 and calls[1] else "")
-        for name, calls in state.tool_calls.items())
-    rows.append(("", "tool calls", _clean(tools) or "none yet"))
-    rows.append(("", "error steps", f"{state.error_count} ({plural(state.parse_errors, 'parse error')})"))
-    rows.append(("", "repeated steps", str(state.repeat_count)))
-    trips = "; ".join(f"step {step}: {guard}: {message}" for step, guard, message in state.trips)
-    rows.append(("", "guard trips", _clean(trips) or "none"))
-    if state.raw_count:
-        rows.append(("", "raw records", str(state.raw_count)))
-    if state.answer is not None:
-        rows.append(("", "answer", Text(_text(state.answer), style="bold")))
-    if state.outcome is not None:
-        verdict = Verdict.read(state.verdict)
-        outcome = Text(_clean(state.outcome))
-        if verdict is not None:
-            outcome.append(", ")
-            outcome.append(verdict.word, style=verdict_style(verdict))
-            if verdict.details():
-                outcome.append(f" ({_clean(verdict.details())})")
-        rows.append(("", "outcome", outcome))
-    out = Text("state after this step\n", style="bold")
-    out.append_text(rows_text(rows, width, number_width=0, label_width=16))
-    memory = state.memory
-    out.append("memory tiers", style="bold")
-    out.append("\n")
-    if info.memory is None and not (memory.buffer or memory.summary or memory.semantic_size or memory.recalled):
-        out.append("  off for this run\n", style="dim")
-        return out
-    rows = [("", "recent buffer", plural(len(memory.buffer), "turn"))]
-    rows += [("", "", "• " + _clean(turn)) for turn in memory.buffer]
-    summary = Text(_clean(memory.summary) or "(none)")
-    if memory.summary_changed:
-        summary.append(" (updated at this step)", style="yellow")
-    rows.append(("", "summary", summary))
-    rows.append(("", "semantic memory", plural(memory.semantic_size, "item")))
-    for hit in memory.recalled:
-        text = hit.get("text", "") if isinstance(hit, dict) else hit
-        score = hit.get("score") if isinstance(hit, dict) else None
-        label = f"recalled {score:.2f}" if isinstance(score, (int, float)) else "recalled"
-        rows.append(("", label, _clean(text)))
-    for label, items in (("added", memory.added), ("evicted", memory.evicted), ("stored", memory.stored)):
-        rows += [("", label, _clean(item)) for item in items]
-    out.append_text(rows_text(rows, width, number_width=0, label_width=16))
-    return out
+from agentdbg.model.outcome import outcome_style as outcome_style
+from agentdbg.model.outcome import run_outcome as run_outcome
+from agentdbg.model.outcome import run_verdict as run_verdict
+from agentdbg.model.outcome import verdict_style as verdict_style
+from agentdbg.text import escape_json as escape_json

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentdbg.engine.verdicts import Verdict
+from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
 from agentdbg.model.state import RunState
+from agentdbg.text import flat
 
 SUCCESS_OUTCOMES = frozenset({"answered", "finished"})
 # What a guard or a failure stops a run with, and a run that has no end; an imported run's
@@ -34,6 +35,18 @@ def run_verdict(run: Any, state: RunState | None = None) -> Verdict | None:
     """The grader's verdict on the run (``run_end.verdict``), None when it has none."""
     end = run.end
     return Verdict.read(end.verdict if end is not None else state.verdict if state is not None else None)
+
+
+def outcome_summary(run: Any) -> str:
+    """How the run ended on one line, for a status line: ``answered, wrong: ANSWER; expected
+    ...`` (``no outcome recorded`` before its end)."""
+    end = run.end if run is not None else None
+    if end is None:
+        return "no outcome recorded"
+    verdict = Verdict.read(end)
+    answer = f": {flat(end.answer, 60)}" if end.answer is not None else ""
+    details = f"; {flat(verdict.details(), 100)}" if verdict is not None and verdict.details() else ""
+    return f"{outcome_with_verdict(flat(end.outcome, 60), verdict)}{answer}{details}"
 
 
 def outcome_style(outcome: str, answered: bool) -> str:

@@ -87,6 +87,22 @@ class Indexing(Protocol):
 
 
 @runtime_checkable
+class Growing(Protocol):
+    """A document read in the background (a trace being indexed or followed): it tells of
+    new runs and steps, and of problems, from the thread that found them."""
+
+    def subscribe(self, on_progress: Callable[[], None] | None = None,
+                  on_problem: Callable[[Problem], None] | None = None) -> None: ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A run holding something to let go of (a file's descriptor, an agent's thread)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class Cancellable(Protocol):
     """A run whose step in progress can be given up from another thread (on quitting)."""
 
@@ -242,9 +258,18 @@ class Document:
     kind: str  # "plan", "trace", or an importer's format name
     runs: Sequence[Any] = field(default_factory=list)  # RunView objects
     problems: list[Problem] = field(default_factory=list)
+    runs_left_unread: int = 0  # runs a command chose not to read (its --max-runs)
+
+    @property
+    def complete(self) -> bool:
+        """No more runs or steps will be found (a file read in the background: once done)."""
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until ``complete``; False on timeout. A document read whole is complete."""
+        return True
 
     def close(self) -> None:
         for run in self.runs:
-            closer = getattr(run, "close", None)
-            if closer is not None:
-                closer()
+            if isinstance(run, Closable):
+                run.close()

@@ -35,9 +35,10 @@ import time
 from typing import TYPE_CHECKING
 
 from agentdbg.trace.locking import writer_holds
+from agentdbg.trace.source import _find_data_end
 
 if TYPE_CHECKING:
-    from agentdbg.trace.reader import TraceIndex
+    from agentdbg.trace.index import TraceIndex
 
 FAST = 0.02  # seconds between looks while the file grows
 QUIET = 0.05  # backed off to while it is live but quiet
@@ -176,8 +177,6 @@ class Follower:
     def _finish(self) -> None:
         """The writer has gone: what is there is all there is. A last line cut off now is
         damage (reported as usual)."""
-        from agentdbg.trace.reader import _find_data_end
-
         source = self.source
         before, source.data_end = source.data_end, source.size
         _find_data_end(source)  # a last line that is whole JSON without its newline is read

@@ -32,9 +32,9 @@ from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar_for
 from agentdbg.engine.approval import Decision
-from agentdbg.engine.verdicts import Verdict, outcome_with_verdict
+from agentdbg.model.outcome import outcome_summary
 from agentdbg.model.prompt import prompt_at
-from agentdbg.model.runs import Cancellable, Document
+from agentdbg.model.runs import Cancellable, Document, Growing
 from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
 from agentdbg.tui.layout import PaneTabs
@@ -110,6 +110,14 @@ class DebuggerApp(App[None]):
             super().__init__()
             self.operation = operation
             self.step = step
+
+    class Stopped(Message):
+        """A continue stopped: where and why (a break's reasons, or the run's edge), as data
+        for whatever listens; the status line says it in words."""
+
+        def __init__(self, stop: Stop) -> None:
+            super().__init__()
+            self.stop = stop
 
     # --- messages from a document being read (its index thread) -------------------------
     class Grew(Message):
@@ -266,8 +274,7 @@ class DebuggerApp(App[None]):
     def _listen_to(self, document: Document) -> None:
         """Hear from a document read in the background (a trace being indexed or followed):
         its thread posts messages, handled here on the screen's thread; nothing polls."""
-        subscribe = getattr(document, "subscribe", None)
-        if not callable(subscribe):
+        if not isinstance(document, Growing):
             return  # read whole already (an import, a plan run to the end) or a live run
         post = self.post_message
         pending = threading.Event()  # a burst of problems is one message
@@ -278,7 +285,7 @@ class DebuggerApp(App[None]):
                 post(self.ProblemsFound())
 
         self._problems_pending = pending
-        subscribe(on_progress=lambda: post(self.Grew(document)), on_problem=found)
+        document.subscribe(on_progress=lambda: post(self.Grew(document)), on_problem=found)
         post(self.Grew(document))  # what it found before it was listened to
 
     @on(Grew)
@@ -674,6 +681,7 @@ class DebuggerApp(App[None]):
             self.say("continue cancelled: the cursor stays here", "yellow")
         else:
             self.say(stop.message, "bold red" if stop.at_breakpoint else "bold")
+            self.post_message(self.Stopped(stop))
 
     _after_reverse_continue = _after_continue
 
@@ -719,14 +727,7 @@ class DebuggerApp(App[None]):
         self.notify(f"{count:,} events written to {one_line(path, 200)}", title="Trace written", markup=False)
 
     def outcome(self) -> str:
-        run = self.current_run
-        if run is None or run.end is None:
-            return "no outcome recorded"
-        end = run.end
-        answer = f": {one_line(end.answer, 60)}" if end.answer is not None else ""
-        verdict = Verdict.read(end)
-        details = f"; {one_line(verdict.details(), 100)}" if verdict is not None and verdict.details() else ""
-        return f"{outcome_with_verdict(one_line(end.outcome, 60), verdict)}{answer}{details}"
+        return outcome_summary(self.current_run)
 
     def reason_style(self) -> str:
         session = self.session

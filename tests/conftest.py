@@ -14,6 +14,16 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_FIXTURES = Path(os.environ.get("AGENTDBG_SHARED_FIXTURES", ROOT.parent / "shared" / "fixtures"))
 
 
+@pytest.fixture(autouse=True)
+def user_dirs(tmp_path_factory, monkeypatch) -> Path:
+    """The user's data, config and state directories, per test: a plan's breakpoints,
+    a keymap, the theme never come from (or go to) the real home directory."""
+    home = tmp_path_factory.mktemp("xdg")
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
+        monkeypatch.setenv(name, str(home / name.lower()))
+    return home
+
+
 @pytest.fixture
 def shared_fixtures() -> Path:
     """The shared real runs (ReAct paper, SWE-agent); skips where they are absent."""

@@ -29,7 +29,7 @@ def test_trajectory_steps_tools_outcome_and_usage():
     assert counters(run, "tokens") == [0, 0, 0, 4380]
     assert all(r.step_tokens == 0 for r in run.records)
     assert "4200 tokens sent" in run.end.message and "4 API calls" in run.end.message
-    assert result.raw_count == 0 and result.problems == []
+    assert result.raw_count == 1 and result.problems == []  # the history's system prompt, whole
 
 
 def test_history_only_is_read_as_function_calls():

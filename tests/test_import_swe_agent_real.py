@@ -36,7 +36,23 @@ def test_real_trajectory(swe_dir):
     stats = data["info"]["model_stats"]
     assert counters(run, "tokens")[-1] == stats["tokens_sent"] + stats["tokens_received"]
     assert f"{stats['api_calls']} API calls" in run.end.message
-    assert result.problems == [] and result.raw_count == 0
+    assert result.problems == [] and result.raw_count == 1  # the system prompt, kept whole
+
+
+def test_the_prompt_view_shows_the_real_system_prompt(swe_dir):
+    from agentdbg.model.prompt import SYSTEM_HEADER, prompt_at, source_system_prompt
+
+    path = swe_dir / "sweagenttestrepo-1c2844.traj"
+    system = json.loads(path.read_text(encoding="utf-8"))["history"][0]
+    assert system["role"] == "system" and len(system["content"]) == 1658
+    from agentdbg.importers import convert_file
+    from agentdbg.model.runs import EventRun
+
+    run = EventRun(convert_file(path)[1].runs[0])
+    assert source_system_prompt(run) == system["content"]
+    prompt = prompt_at(run, 2)
+    assert prompt.startswith(f"{SYSTEM_HEADER}\n{system['content']}\n")
+    assert "Observation: " in prompt  # then the transcript, as before
 
 
 def test_real_function_calling_history(swe_dir):

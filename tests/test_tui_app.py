@@ -20,6 +20,7 @@ from test_tui_support import (
 )
 
 from agentdbg.debugger.breakpoints import sidecar_path
+from agentdbg.debugger.sidecar import breakpoints_target
 from agentdbg.model.runs import Advancing
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.widgets.timeline import Timeline
@@ -140,7 +141,7 @@ async def test_breakpoint_toggle_saves_beside_the_file_and_reloads(tmp_path):
         await press(pilot, "c")
         await pilot.pause()
         assert app.session.cursor == 3 and stops_heard(messages)[-1].reasons == ["breakpoint: step 3"]
-    sidecar = sidecar_path(tmp_path / "library_hallucinating.toml")
+    sidecar = sidecar_path(breakpoints_target(tmp_path / "library_hallucinating.toml", "plan"))
     saved = json.loads(sidecar.read_text())
     assert saved["breakpoints"] == [{"kind": "step", "spec": "3", "enabled": True}]
     again = live_app(tmp_path)  # the same copy: its breakpoint file is read back
@@ -172,7 +173,7 @@ async def test_stuck_run_stops_at_the_repeat(tmp_path):
         assert app.session.cursor == 2
         assert "repeated action" in status(app)
         assert "↻" in app.query_one(Timeline).row_text(2) or "⊘" in app.query_one(Timeline).row_text(2)
-        assert "2/2" in pane_text(app, "guards")
+        assert "repeat ███████████████████████████ 1/1" in pane_text(app, "guards")  # one repeat of one allowed
         assert app.query_one("#guards").levels()["repeat"] == "at"
 
 
@@ -211,7 +212,7 @@ async def test_breakpoint_manager_adds_filters_toggles_and_reports_bad_ones(tmp_
         await press(pilot, "d")
         assert len(app.breakpoints) == 0
         await press(pilot, "escape")
-    saved = json.loads(sidecar_path(tmp_path / "library_hallucinating.toml").read_text())
+    saved = json.loads(sidecar_path(breakpoints_target(tmp_path / "library_hallucinating.toml", "plan")).read_text())
     assert saved["auto"]["tool_error"] is False and saved["breakpoints"] == []
 
 
@@ -289,7 +290,7 @@ async def test_help_screen_lists_every_binding():
         await settle(pilot)
         await press(pilot, "question_mark")
         text = screen_text(app)
-        for command in COMMANDS[:8]:
+        for command in [c for c in COMMANDS if c.group == "Stepping"]:
             assert command.help[:30] in text
         await press(pilot, "escape")
         assert app.screen is app.screen_stack[0]
@@ -406,7 +407,7 @@ async def test_nothing_open_says_why_and_offers_open(tmp_path):
         await press(pilot, "n", "c", "b", "g", "w", "r")
         assert app.screen is app.screen_stack[0]
         await press(pilot, "e")
-        assert app.screen.id == "problems"
+        assert app.screen.id == "log"
         assert "nope.jsonl" in screen_text(app)
         await press(pilot, "escape", "o")
         assert app.screen.id == "open"

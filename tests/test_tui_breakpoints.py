@@ -10,7 +10,7 @@ import threading
 import pytest
 from test_tui_support import SIZE, demo_app, plan_copy, press, settle, status
 
-from agentdbg.debugger.sidecar import open_sidecar, sidecar_paths
+from agentdbg.debugger.sidecar import breakpoints_target, open_sidecar_for, sidecar_paths
 from agentdbg.documents import open_document
 from agentdbg.tui.app import DebuggerApp
 from agentdbg.tui.widgets.breakpoint_list import BreakpointList
@@ -88,6 +88,13 @@ def snapshot(path) -> tuple:
     return ("other", path.is_dir(), path.is_fifo())
 
 
+def plan_sidecars(plan) -> list:
+    """Where a plan's breakpoints may be saved: in the user's data directory."""
+    paths = sidecar_paths(breakpoints_target(plan, "plan"))
+    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    return paths
+
+
 def recorded_notices(app) -> list[tuple[str, str]]:
     notices: list[tuple[str, str]] = []
     app.notify = lambda message, **options: notices.append((options.get("title", ""), message))
@@ -97,7 +104,7 @@ def recorded_notices(app) -> list[tuple[str, str]]:
 def opens_without_blocking(plan) -> None:
     """Reading the breakpoints of ``plan`` returns (run before the app: a blocked read
     would hang the test instead of failing it)."""
-    reader = threading.Thread(target=open_sidecar, args=(plan,), daemon=True)
+    reader = threading.Thread(target=open_sidecar_for, args=(plan, "plan"), daemon=True)
     reader.start()
     reader.join(10)
     assert not reader.is_alive(), "reading the breakpoints file blocked"
@@ -111,7 +118,7 @@ async def test_a_breakpoints_file_it_cannot_read_is_kept_and_breakpoints_go_besi
     if what == "a link":
         (tmp_path / "victim").write_text("precious")
     plan = plan_copy(tmp_path, PLAN)
-    usual, second, _ = sidecar_paths(plan)
+    usual, second, _ = plan_sidecars(plan)
     make(usual)
     before = snapshot(usual)
     opens_without_blocking(plan)
@@ -144,7 +151,7 @@ async def test_a_breakpoints_file_it_cannot_read_is_kept_and_breakpoints_go_besi
 
 async def test_when_no_name_is_free_breakpoints_work_but_it_says_they_are_not_saved(tmp_path):
     plan = plan_copy(tmp_path, PLAN)
-    for path in sidecar_paths(plan):
+    for path in plan_sidecars(plan):
         path.write_bytes(NEWER)
     app = DebuggerApp(open_document(plan))
     notices = recorded_notices(app)
@@ -160,13 +167,13 @@ async def test_when_no_name_is_free_breakpoints_work_but_it_says_they_are_not_sa
         assert len(told) == 1 and "breakpoints you set are not saved" in told[0]
         assert app.problems[-1].startswith("breakpoints you set are not saved")
         await press(pilot, "e")
-        assert app.screen.id == "problems"
-    assert all(path.read_bytes() == NEWER for path in sidecar_paths(plan))
+        assert app.screen.id == "log"
+    assert all(path.read_bytes() == NEWER for path in plan_sidecars(plan))
 
 
 async def test_a_link_put_in_place_after_opening_is_not_replaced(tmp_path):
     plan = plan_copy(tmp_path, PLAN)
-    usual = sidecar_paths(plan)[0]
+    usual = plan_sidecars(plan)[0]
     victim = tmp_path / "victim"
     victim.write_text("precious")
     app = DebuggerApp(open_document(plan))

@@ -28,6 +28,8 @@ SUBCOMMANDS = {
     "convert": "convert a run saved by another agent stack into an agentdbg trace, or runs into OTel spans / OpenAI messages",
     "export": "every step of every run as a table (--table: Parquet, CSV or JSON Lines) for DuckDB or Spark",
     "experiment": "run an experiment headless (grid: three agents on 200 random grids) and print its table",
+    "keys": "list every key binding's id and keys, and check your keymap.toml",
+    "serve": "serve the debugger to a web browser on this machine (needs agentdbg[web])",
 }
 
 

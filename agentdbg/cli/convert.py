@@ -1,4 +1,5 @@
-"""``agentdbg convert FILE -o run.jsonl``: a run saved by another agent stack, as an agentdbg trace;
+"""``agentdbg convert FILE -o run.jsonl``: a run saved by another agent stack, as an agentdbg trace
+(a plan is run headless, as ``agentdbg record`` does);
 ``--to otel-genai|openai-chat``: any runs agentdbg reads (a trace too) for other tools
 (``agentdbg.exporters``)."""
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from agentdbg.cli import render
 from agentdbg.engine import events as ev
 from agentdbg.files import OpenError, read_head
+from agentdbg.plans import looks_like_plan
 from agentdbg.text import one_line
 from agentdbg.trace.reader import SNIFF_BYTES, looks_like_trace
 
@@ -28,6 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", metavar="NAME",
                         help=f"read FILE as this format instead of detecting it: {', '.join(BY_NAME)}")
     parser.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    plans = parser.add_argument_group("a plan (run headless, as agentdbg record does)")
+    plans.add_argument("--allow-code", action="store_true", help="allow a plan whose policy runs Python code")
+    plans.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model")
+    plans.add_argument("--approve", choices=("always", "never"), help="decide a plan's dangerous calls in advance")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     exporting = args.to != exporters.TRACE_TARGET
     if exporting and args.to not in exporters.TARGETS:
         return render.fail("convert", f"--to {args.to}: unknown target; choose one of: {', '.join(exporters.CHOICES)}")
+    if not exporting and args.format in (None, "plan") and looks_like_plan(source):
+        return _record_plan(source, output, args)
     problem = _refusal(source, output, args.force, trace_ok=exporting)
     if problem:
         return render.fail("convert", problem)
@@ -114,6 +122,21 @@ def _export(source: Path, output: Path, args: argparse.Namespace) -> int:
           f"{render.plural(summary.records, summary.unit)}{raw}; "
           f"{render.plural(len(summary.problems), 'warning')} ({seconds:.2f} s)")
     return 0
+
+
+def _record_plan(source: Path, output: Path, args: argparse.Namespace) -> int:
+    """A plan has no run to convert until it runs: run it headless, as ``agentdbg record``
+    does (its refusals too: code, network and dangerous tools need saying so)."""
+    from agentdbg.cli import record
+
+    argv = [str(source), "-o", str(output)]
+    argv += [flag for flag, on in (("--allow-code", args.allow_code), ("--allow-network", args.allow_network),
+                                   ("--force", args.force)) if on]
+    if args.approve:
+        argv += ["--approve", args.approve]
+    parser = argparse.ArgumentParser(prog="agentdbg convert")
+    record.add_arguments(parser)
+    return record.run(parser.parse_args(argv))
 
 
 def _refusal(source: Path, output: Path, force: bool, trace_ok: bool = False) -> str:

@@ -95,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         app = build_app(args)
     if isinstance(app, int):
         return app
+    from agentdbg.tui.settings import Settings
+
+    app.settings = Settings.load()  # the user's keymap and theme: problems are listed inside
     app.run()
     code = app.return_code or 0
     if code:  # the traceback is printed above by the app as it closes

@@ -1,6 +1,10 @@
 """Which breakpoints file belongs to a trace or plan, and where its breakpoints are saved.
 
-They live beside it in ``FILE.breakpoints.json``. A file agentdbg cannot read at that
+A trace's live beside it in ``FILE.breakpoints.json``. A plan's go to the user's data
+directory (``$XDG_DATA_HOME/agentdbg/breakpoints/NAME-HASH.breakpoints.json``, the hash of
+the plan's absolute path): a plan is a source file kept in a repository, which a debugging
+session should not litter. A file an earlier agentdbg left beside a plan is read once
+when the data directory holds none, and the breakpoints are saved to the new place. A file agentdbg cannot read at that
 name (another program's, a newer version, damaged, a symbolic link, a pipe, too large) is
 never overwritten: it is kept as it is, and the breakpoints go to ``FILE.breakpoints.2.json``
 (then ``.3.json``). Opening reads the first of these names that holds a breakpoints file
@@ -11,6 +15,9 @@ breakpoints last until the debugger quits.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +42,7 @@ class Sidecar:
     breakpoints: BreakpointSet = field(default_factory=BreakpointSet)  # as read
     kept: dict[Path, str] = field(default_factory=dict)  # each file not read, and why
     loaded: bool = False  # the breakpoints were read from ``path``
+    migrated_from: Path | None = None  # read from a file beside a plan, saved to ``path`` from now on
 
     def problems(self) -> list[str]:
         """One line for each file kept unread, the last saying where the breakpoints are."""
@@ -62,6 +70,11 @@ class Sidecar:
         """Write ``breakpoints`` to this file; ValueError saying why they were not saved."""
         if self.path is None:
             raise ValueError(self.where())
+        try:  # the user's data directory may not exist yet
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise ValueError(f"breakpoints not saved: cannot make {self.path.parent}: "
+                             f"{exc.strerror or exc}") from exc
         breakpoints.save(self.path)
 
 
@@ -82,3 +95,35 @@ def open_sidecar(target_path: str | Path) -> Sidecar:
             continue
         return Sidecar(target, path, loaded, kept, loaded=True)
     return Sidecar(target, first_free, BreakpointSet(), kept)
+
+
+def data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "agentdbg"
+
+
+def breakpoints_target(target_path: str | Path, kind: str) -> Path:
+    """The name the breakpoints of a file are saved under (``.breakpoints.json`` added):
+    the file itself for a trace; for a plan, a name in the user's data directory made of
+    the plan's name and a hash of its absolute path (two plans of the same name differ)."""
+    target = Path(target_path)
+    if kind != "plan":
+        return target
+    absolute = os.path.abspath(os.path.expanduser(str(target)))
+    digest = hashlib.sha256(absolute.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(absolute).name)[:60].strip("-.") or "plan"
+    return data_dir() / "breakpoints" / f"{stem}-{digest}"
+
+
+def open_sidecar_for(target_path: str | Path, kind: str) -> Sidecar:
+    """The breakpoints of a trace (beside it) or a plan (in the data directory; an
+    earlier agentdbg's file beside the plan is read when the data directory has none)."""
+    store = breakpoints_target(target_path, kind)
+    sidecar = open_sidecar(store)
+    if kind != "plan" or sidecar.loaded or sidecar.kept:
+        return sidecar
+    beside = open_sidecar(target_path)
+    if beside.loaded and beside.path is not None:
+        sidecar.breakpoints = beside.breakpoints
+        sidecar.migrated_from = beside.path
+    return sidecar

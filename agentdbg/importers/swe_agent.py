@@ -179,6 +179,11 @@ def _history_calls(history: Any) -> dict[str, list[dict]]:
 def _trajectory_events(src: Source, data: dict, config: dict) -> tuple[list, int]:
     builder = _builder(src, data, config)
     calls = _history_calls(data.get("history"))
+    history = data.get("history") if isinstance(data.get("history"), list) else []
+    for message in history:  # the system prompt the model was given: kept whole, with step 1
+        if isinstance(message, dict) and message.get("role") == "system" and not _is_demo(message):
+            text = openai_chat.content_text(message.get("content"))
+            builder.raw("swe-agent system message", message, f"system message: {preview(text)}")
     for index, entry in enumerate(data["trajectory"]):
         if not isinstance(entry, dict):
             src.problem(f"trajectory entry {index + 1} is not an object; kept as a raw record")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -27,25 +27,30 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from agentdbg.debugger.breakpoints import BreakpointSet
+from agentdbg.debugger.find import Query, find_step, matching_steps
 from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
-from agentdbg.debugger.sidecar import Sidecar, open_sidecar
+from agentdbg.debugger.sidecar import Sidecar, open_sidecar_for
 from agentdbg.debugger.triage import Summaries, first_failing_step, next_failing_run
 from agentdbg.debugger.view import StepView, scan_view
 from agentdbg.engine.approval import Decision
 from agentdbg.model.outcome import outcome_summary
+from agentdbg.model.prompt import prompt_at
 from agentdbg.model.runs import Cancellable, Document, Growing
-from agentdbg.tui import commands
+from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
 from agentdbg.tui.forks import RunsWithForks, fork_marks
+from agentdbg.tui.layout import PaneTabs
 from agentdbg.tui.live import LiveControl, LiveEvent
 from agentdbg.tui.safe import one_line
 from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.fork import ForkScreen
-from agentdbg.tui.screens.help import HelpScreen
-from agentdbg.tui.screens.lists import ProblemsScreen, RunSwitcher
+from agentdbg.tui.screens.help import HelpScreen, shown_keys
+from agentdbg.tui.screens.lists import RunSwitcher
+from agentdbg.tui.screens.log import LogScreen, StopEntry, StopLog
 from agentdbg.tui.screens.prompt import (
+    ConfirmScreen,
     diff_screen,
     goto_screen,
     open_screen,
@@ -54,10 +59,12 @@ from agentdbg.tui.screens.prompt import (
     write_screen,
 )
 from agentdbg.tui.screens.whatif import WhatIfResult, WhatIfScreen
+from agentdbg.tui.searching import Matches, SearchResult
+from agentdbg.tui.settings import THEMES, Settings
 from agentdbg.tui.widgets.guards import GuardsPane
 from agentdbg.tui.widgets.header import RunHeader, StatusLine
 from agentdbg.tui.widgets.memory import MemoryPane
-from agentdbg.tui.widgets.scratchpad import Scratchpad
+from agentdbg.tui.widgets.scratchpad import PROMPT_STEPS, Scratchpad
 from agentdbg.tui.widgets.timeline import Timeline
 from agentdbg.tui.widgets.tools import ToolsPane
 
@@ -132,11 +139,14 @@ class DebuggerApp(App[None]):
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
                  step: int | None = None, diff_with: tuple[Document | str, int, bool] | None = None,
-                 allow_code: bool = False, allow_network: bool = False):
+                 allow_code: bool = False, allow_network: bool = False,
+                 settings: Settings | None = None):
         """``step``: the step to open at (``--step N``). ``diff_with``: (document or
         ``FILE[:N]``, run index, whether the app closes it) to compare the run shown with as
         soon as the screen is up (``agentdbg diff A B --tui``, ``agentdbg A --diff B``)."""
         super().__init__()
+        # The user's keymap and theme; none by default (tests and embedding see the defaults).
+        self.settings = settings if settings is not None else Settings()
         self._problems_pending = threading.Event()
         self.document: Document | None = None
         self.run_index = 0
@@ -146,10 +156,12 @@ class DebuggerApp(App[None]):
         self.allow_network = allow_network
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
+        self.stop_log = StopLog()  # every stop of continue / reverse-continue, for e
         self.save_breakpoints = save_breakpoints
         self._sidecar: Sidecar | None = None  # where the breakpoints are saved
         self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
+        self._matches: Matches | None = None  # every step the last search matches, when counted
         self.run_filter = ""  # the run list's filter (r then /)
         self.run_sort: tuple[str, bool] | None = None  # the run list's sort: column, descending
         self.summaries = Summaries([])  # the run list's rows, made as they are first needed
@@ -167,6 +179,8 @@ class DebuggerApp(App[None]):
         self._last_problem_notice = -PROBLEM_NOTICE_SECONDS
         self._label = label
         self._widths = {"sidebar": SIDEBAR_WIDTH[1]}
+        self.narrow = False  # a narrow terminal: the sidebar's panes are tabs beside the scratchpad
+        self.tab = "scratchpad"  # the pane those tabs show
         self.what_if_settings: GuardSettings | None = None  # the last asked, offered again
         self.live = LiveControl(self)  # a trace still being written, and its agent
         # A live run's calls to dangerous tools wait here, in the engine's thread, for the dialog.
@@ -179,15 +193,19 @@ class DebuggerApp(App[None]):
         yield RunHeader(id="header")
         with Horizontal(id="main"):
             yield Timeline(id="timeline", classes="pane")
-            yield Scratchpad(id="scratchpad", classes="pane")
-            with Vertical(id="sidebar"):
-                yield GuardsPane(id="guards", classes="pane")
-                yield ToolsPane(id="tools", classes="pane")
-                yield MemoryPane(id="memory", classes="pane")
+            with Vertical(id="detail"):
+                yield PaneTabs(id="pane-tabs")  # shown on a narrow terminal only
+                with Horizontal(id="body"):
+                    yield Scratchpad(id="scratchpad", classes="pane")
+                    with Vertical(id="sidebar"):
+                        yield GuardsPane(id="guards", classes="pane")
+                        yield ToolsPane(id="tools", classes="pane")
+                        yield MemoryPane(id="memory", classes="pane")
         yield StatusLine(id="status")
         yield Footer(id="footer")
 
     def on_mount(self) -> None:
+        self.apply_settings()
         for pane, title in (("timeline", "Timeline"), ("scratchpad", "Scratchpad"), ("guards", "Guards"),
                             ("tools", "Tools"), ("memory", "Memory")):
             self.query_one(f"#{pane}").border_title = title
@@ -205,6 +223,21 @@ class DebuggerApp(App[None]):
             other, index, owned = self._diff_with
             self._diff_with = None
             self.start_diff(other, index, owned)
+        self.fit_width(self.size.width)
+
+    def apply_settings(self) -> None:
+        """The user's keymap and theme; a bad keymap entry is a problem (e lists it)."""
+        settings = self.settings
+        if settings.theme in THEMES:
+            self.theme = settings.theme
+        if settings.keymap:
+            self.set_keymap(settings.keymap)
+        if settings.problems:
+            self._problems[:0] = settings.problems
+            self._problems_seen += len(settings.problems)
+            more = f" (+{len(settings.problems) - 1} more: e lists them)" if len(settings.problems) > 1 else ""
+            self.notify(one_line(settings.problems[0], 300) + more, title="Keymap entries left out",
+                        severity="warning", timeout=10, markup=False)
 
     def on_unmount(self) -> None:
         self.live.close()  # a paused agent goes on
@@ -255,9 +288,9 @@ class DebuggerApp(App[None]):
         self.forks = []
         self.run_filter = ""
         self.run_sort = None
-        self.summaries = Summaries(document.runs)
-        self._problems = []
-        self._problems_seen = 0
+        self.summaries = Summaries(self.runs)
+        self._problems = list(self.settings.problems)  # the keymap's stay listed (told at start)
+        self._problems_seen = len(self._problems)
         self._document_problems = 0
         self.breakpoints = self.load_breakpoints(document)
         for run in document.runs:  # a live run asks the user, unless told in advance (--approve)
@@ -328,8 +361,12 @@ class DebuggerApp(App[None]):
         self._save_noticed = ""
         if not self.save_breakpoints or not Path(document.path).is_file():
             return BreakpointSet()
-        self._sidecar = open_sidecar(document.path)
+        self._sidecar = open_sidecar_for(document.path, document.kind)
         self.problems.extend(self._sidecar.problems())
+        if self._sidecar.migrated_from is not None:
+            self.notify(f"read from {one_line(str(self._sidecar.migrated_from), 200)}; saved from now on to "
+                        f"{one_line(str(self._sidecar.path), 200)} (the plan's folder is left alone)",
+                        title="Breakpoints moved", timeout=10, markup=False)
         return self._sidecar.breakpoints
 
     def save_breakpoint_file(self) -> bool:
@@ -678,6 +715,8 @@ class DebuggerApp(App[None]):
 
     def _after_continue(self, stop: Stop | None) -> None:
         self.show_cursor()
+        if stop is not None:
+            self.log_stop(stop)
         if self.live.after_continue(stop):
             return
         if stop is None:
@@ -688,20 +727,31 @@ class DebuggerApp(App[None]):
 
     _after_reverse_continue = _after_continue
 
-    def _after_search(self, found: tuple[int | None, str, bool, bool]) -> None:
-        step, text, forward, cancelled = found
-        if cancelled:
+    def log_stop(self, stop: Stop) -> None:
+        """Keep ``stop`` for the log (e), with every reason, however long."""
+        self.stop_log.add(self.run_index, stop.step, list(stop.reasons), stop.at_breakpoint)
+
+    def _after_search(self, found: SearchResult) -> None:
+        step, query = found.step, found.query
+        if found.cancelled:
             self.say("search cancelled: the cursor stays here", "yellow")
             return
+        if found.matches is not None:
+            self._matches = found.matches
+        what = f"filter {one_line(query.text, 80)}" if query.is_filter else repr(one_line(query.text, 80))
         # Text that is not a valid regex is looked for as it is: say so, and why.
-        reason = literal_reason(text)
+        reason = None if query.is_filter else literal_reason(query.text)
         literally = f" (looked for literally: {one_line(reason, 120)})" if reason else ""
         if step is None:
-            self.say(f"no match for {one_line(text, 80)!r}{literally}", "yellow")
+            self.say(f"no match for {what}{literally}", "yellow")
             return
         self.session.goto(step)
         self.show_cursor()
-        self.say(f"match for {one_line(text, 80)!r} at step {step:,}{literally} (. next, , previous)", "bold")
+        count = ""
+        matches = found.matches
+        if matches is not None and step in matches.index:
+            count = f": match {matches.index[step]:,} of {len(matches.steps):,}"
+        self.say(f"match for {what} at step {step:,}{literally}{count} (. next, , previous)", "bold")
 
     def _after_open(self, opened: tuple[Document | None, str, str]) -> None:
         document, path, error = opened
@@ -760,9 +810,16 @@ class DebuggerApp(App[None]):
             return
 
         def answer(value: str | None) -> None:
-            if value:
-                self.last_search = value
-                self.search(True)
+            if value is None:
+                return
+            if not value.strip():  # an empty search clears the highlight
+                self.last_search = ""
+                self._matches = None
+                self.query_one(Scratchpad).set_highlight(None)
+                self.say("search cleared")
+                return
+            self.last_search = value
+            self.search(True)
 
         self.push_screen(search_screen(self.last_search), answer)
 
@@ -779,11 +836,29 @@ class DebuggerApp(App[None]):
         if not self.last_search:
             self.say("nothing searched yet: / searches", "yellow")
             return
-        text = self.last_search
+        try:
+            query = Query.parse(self.last_search)
+        except ValueError as exc:
+            self.say(f"search not run: {one_line(str(exc), 200)}", "bold red")
+            return
+        self.query_one(Scratchpad).set_highlight(query)
+        run = session.run
+        known = self._matches
+        if known is not None and known.fits(query.text, run):  # every match known: no scan
+            self._after_search(SearchResult(known.next_from(session.cursor, forward), query, False, known))
+            return
 
-        def job(cancel: Cancel) -> tuple[int | None, str, bool, bool]:
-            step = session.search(text, forward=forward, cancel=cancel)
-            return step, text, forward, step is None and cancel.is_set()
+        def job(cancel: Cancel) -> SearchResult:
+            if query.is_filter:
+                step = find_step(run, query, session.cursor, forward=forward, cancel=cancel)
+            else:
+                step = session.search(query.text, forward=forward, cancel=cancel)
+            if step is None:
+                return SearchResult(None, query, cancel.is_set(), None)
+            complete = run.complete
+            steps = matching_steps(run, query, cancel)  # for "match 3 of 17"; Esc skips it
+            found = Matches(query.text, run, run.step_count, complete, steps) if steps is not None else None
+            return SearchResult(step, query, False, found)
 
         self.start_worker("search", job, cancellable=True)
 
@@ -821,10 +896,19 @@ class DebuggerApp(App[None]):
         parent = self.runs[parent_number - 1] if isinstance(parent_number, int) \
             and 1 <= parent_number <= len(self.runs) and parent_number - 1 != self.run_index else None
 
+        def write(path: Path) -> None:
+            self.start_worker("write", partial(write_run, session.run, str(path), parent))
+
         def answer(value: str | None) -> None:
-            if value and value.strip():
-                path = value.strip()
-                self.start_worker("write", partial(write_run, session.run, path, parent))
+            if not value or not value.strip():
+                return
+            path = Path(value.strip()).expanduser().absolute()
+            if path.exists() and not path.is_dir():  # never replaced without asking
+                question = f"{one_line(str(path), 300)} exists. Replace it with this run's trace?"
+                self.push_screen(ConfirmScreen("Replace file?", question, id="confirm-write"),
+                                 lambda yes: write(path) if yes else self.say("not written", "yellow"))
+                return
+            write(path)
 
         self.push_screen(write_screen(default_trace_name(self.document, session.run)), answer)
 
@@ -1132,26 +1216,124 @@ class DebuggerApp(App[None]):
         if isinstance(self.screen, WhatIfScreen):
             self.screen.show_result(shown)
 
-    def action_show_problems(self) -> None:
-        self.push_screen(ProblemsScreen(list(self.problems)))
+    def action_show_log(self) -> None:
+        runs = len(self.document.runs) if self.document is not None else 1
+
+        def answer(entry: StopEntry | None) -> None:
+            if entry is None or self.document is None or entry.run_index >= len(self.document.runs):
+                return
+            if entry.run_index != self.run_index:
+                self.run_index = entry.run_index
+                self.show_run()
+            self.go_to_step(entry.step)
+
+        self.push_screen(LogScreen(self.stop_log, list(self.problems), runs), answer)
 
     # --- view ---------------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.settings.keymap))
+
+    def action_toggle_theme(self) -> None:
+        theme = THEMES[1] if self.theme == THEMES[0] else THEMES[0]
+        self.theme = theme
+        problem = self.settings.remember_theme(theme)
+        if problem:
+            self.notify(one_line(problem, 300), title="Theme", severity="warning", markup=False)
+        self.say(f"{'light' if theme == THEMES[1] else 'dark'} theme (t switches back)")
+
+    # --- copy ---------------------------------------------------------------------------
+    def action_copy_step(self) -> None:
+        focused = self.focused
+        if isinstance(focused, (ToolsPane, MemoryPane, GuardsPane)):
+            name = (focused.id or "pane").capitalize()
+            self.copy_text("\n".join(focused.line_texts).rstrip() + "\n", f"the {name} pane")
+            return
+        record = self._current_record()
+        if record is None:
+            return
+        if isinstance(focused, Scratchpad) and focused.prompt_view and self.current_run is not None:
+            try:  # the prompt view shown: copy the prompt, as the view rebuilds it
+                prompt = prompt_at(self.current_run, record.step, max_steps_shown=PROMPT_STEPS)
+            except (IndexError, ValueError, OSError) as exc:
+                self.say(f"the prompt cannot be rebuilt: {one_line(str(exc), 200)}", "bold red")
+                return
+            self.copy_text(prompt, f"the prompt of step {record.step}")
+            return
+        self.copy_text(copying.step_text(record), f"step {record.step} as text")
+
+    def action_copy_step_json(self) -> None:
+        record = self._current_record()
+        if record is not None:
+            count = len(record.events)
+            self.copy_text(copying.step_json(record),
+                           f"step {record.step} as JSON ({count} event{'s' if count != 1 else ''})")
+
+    def _current_record(self):
+        session = self.session
+        if session is None or session.cursor == 0:
+            self.say("no step to copy yet: n steps", "yellow")
+            return None
+        try:
+            return session.record()
+        except (IndexError, ValueError, OSError) as exc:
+            self.say(f"step {session.cursor} cannot be read: {one_line(str(exc), 200)}", "bold red")
+            return None
+
+    def copy_text(self, text: str, what: str) -> None:
+        text, cut = copying.limited(text)
+        self.copy_to_clipboard(text)
+        more = f", cut: {cut:,} more characters left out" if cut else ""
+        self.notify(f"Copied {what}: {len(text):,} characters{more}", title="Copied", markup=False)
+        self.say(f"copied {what} to the clipboard")
 
     def action_toggle_pane(self, pane: str) -> None:
         if pane not in PANES:
             return
+        if self.narrow and pane in layout.TABBED:  # a tab: its number shows it, again goes back
+            self.show_tab("scratchpad" if self.tab == pane else pane)
+            return
         widget = self.query_one(f"#{pane}")
-        widget.display = not widget.display
+        widget.set_class(not widget.has_class("-hidden"), "-hidden")
+        shown = not widget.has_class("-hidden")
+        self.query_one("#sidebar").set_class(
+            all(self.query_one(f"#{name}").has_class("-hidden") for name in ("tools", "memory", "guards")),
+            "-hidden")
+        self.say(f"{pane} pane {'shown' if shown else 'hidden'}")
+
+    def show_tab(self, pane: str) -> None:
+        """On a narrow terminal, show ``pane`` in the column the tabs share."""
+        self.tab = pane
+        layout.set_tab_classes(self.query_one("#main"), self.narrow, pane)
+        tabs = self.query_one(PaneTabs)
+        if tabs.active != f"tab-{pane}":
+            tabs.active = f"tab-{pane}"
+
+    @on(PaneTabs.TabActivated, "#pane-tabs")
+    def tab_activated(self, event: PaneTabs.TabActivated) -> None:
+        pane = (event.tab.id or "").removeprefix("tab-")
+        if pane in layout.TABBED and pane != self.tab:
+            self.show_tab(pane)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_width(event.size.width)
+
+    def fit_width(self, width: int) -> None:
+        narrow = layout.is_narrow(width)
+        if narrow == self.narrow:
+            return
+        self.narrow = narrow
         sidebar = self.query_one("#sidebar")
-        sidebar.display = any(self.query_one(f"#{name}").display for name in ("tools", "memory", "guards"))
-        self.say(f"{pane} pane {'shown' if widget.display else 'hidden'}")
+        # The sidebar's own width (< and >) applies beside the scratchpad, not as a tab.
+        sidebar.styles.width = None if narrow else self._widths["sidebar"]
+        self.show_tab(self.tab if narrow else "scratchpad")
 
     def action_resize_sidebar(self, delta: int) -> None:
         low, _, high = SIDEBAR_WIDTH
         width = max(low, min(high, self._widths["sidebar"] + delta))
         self._widths["sidebar"] = width
+        if self.narrow:
+            self.say("the sidebar is a tab on a terminal this narrow: 2, 3, 4 show its panes", "yellow")
+            return
         self.query_one("#sidebar").styles.width = width
 
     def action_toggle_fold(self) -> None:
@@ -1165,6 +1347,6 @@ class DebuggerApp(App[None]):
     # --- command palette -----------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for command in commands.COMMANDS:
-            title = f"{command.title} ({command.shown_keys})"
+            title = f"{command.title} ({shown_keys(command, self.settings.keymap)})"
             yield SystemCommand(title, command.help, partial(self.run_action, command.action))
         yield from super().get_system_commands(screen)

@@ -24,19 +24,23 @@ class Command:
     def shown_keys(self) -> str:
         if self.key_display:
             return self.key_display
-        return " / ".join(_key_name(key) for key in self.keys.split(","))
+        return " / ".join(key_name(key) for key in self.keys.split(","))
 
 
-def _key_name(key: str) -> str:
+def key_name(key: str) -> str:
+    """A Textual key name as a user types it (question_mark is ?)."""
     names = {"question_mark": "?", "slash": "/", "escape": "Esc", "home": "Home", "end": "End",
              "less_than_sign": "<", "greater_than_sign": ">", "full_stop": ".", "comma": ",",
              "left_square_bracket": "[", "right_square_bracket": "]",
-             "left_curly_bracket": "{", "right_curly_bracket": "}", "enter": "Enter",
+             "left_curly_bracket": "{", "right_curly_bracket": "}", "enter": "Enter", "tab": "Tab", "delete": "Del",
              "pageup": "PgUp", "pagedown": "PgDn", "up": "↑", "down": "↓"}
     return names.get(key, key)
 
 
 COMMANDS: tuple[Command, ...] = (
+    # Help and Quit first: the footer shows them even on a narrow terminal.
+    Command("app.help", "question_mark", "help", "Help", "this help: every key, the filter language", "App", True, "?"),
+    Command("app.quit", "q", "quit", "Quit", "quit agentdbg", "App", True),
     Command("step.forward", "n", "step_forward", "Step", "step forward one step (runs a live plan one step; at the newest step of a run being written, waits for the next)", "Stepping", True),
     Command("step.back", "p,N", "step_back", "Back", "step back one step (exact: the state is rebuilt from events)", "Stepping", True, "p / N"),
     Command("step.continue", "c", "continue_forward", "Continue", "continue to the next breakpoint or automatic break (in a run being written: waits for one in new steps)", "Stepping", True),
@@ -67,9 +71,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("view.fold", "z", "toggle_fold", "Fold", "fold or unfold long observations in the scratchpad", "View"),
     Command("view.prompt", "v", "toggle_prompt", "Prompt", "show the exact prompt the policy saw at this step (with memory: summary, recall, recent turns)", "View"),
     Command("view.what_if", "W", "what_if", "What if", "what if: other guard settings for this run, where they would have stopped it (re-scored, not run again), and a jump there", "View"),
-    Command("view.problems", "e", "show_problems", "Problems", "show what went wrong reading the file", "View"),
-    Command("app.help", "question_mark", "help", "Help", "this help: every key, the filter language", "App", True, "?"),
-    Command("app.quit", "q", "quit", "Quit", "quit agentdbg", "App", True),
+    Command("view.log", "e", "show_log", "Log", "the log: every stop and break with its full reason (Enter goes there), and the problems found reading the file", "View"),
+    Command("copy.step", "y", "copy_step", "Copy", "copy the current step's transcript to the clipboard (with the tools, memory or guards pane focused: that pane's text; in the prompt view: the prompt)", "Copy"),
+    Command("copy.json", "Y", "copy_step_json", "Copy JSON", "copy the current step's events to the clipboard as JSON, as a trace holds them", "Copy"),
+    Command("view.theme", "t", "toggle_theme", "Theme", "switch between the dark and the light theme (remembered for next time)", "View"),
     Command("live.attach", "a", "attach", "Attach", "detach from the agent recording this trace (a paused agent goes on), or attach to it again", "Live"),
 )
 
@@ -89,7 +94,7 @@ DIFF_COMMANDS: tuple[Command, ...] = (
     Command("diff.close", "escape,D,q", "close", "Close", "close the split view", "Diff", True, "Esc", scope="diff"),
 )
 
-GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "View", "App", "Live", "Diff")
+GROUPS = ("Stepping", "Breakpoints", "Search", "Files", "Copy", "View", "App", "Live", "Diff")
 
 
 def bindings(scope: str = "app", namespace: str = "") -> list[Binding]:

@@ -174,6 +174,7 @@ class LiveControl:
             stop = watch.next_break(self.waiting_from)
             if stop is not None:
                 self._stop_waiting()
+                self.app.log_stop(stop)
                 self._go(stop.step, f"{stop.message} (a new step)", "bold red")
             elif run.complete and not watch.behind:
                 self._stop_waiting()
@@ -252,6 +253,7 @@ class LiveControl:
         if watch is not None and session is not None:
             stop = watch.next_break(session.cursor)
             if stop is not None:
+                self.app.log_stop(stop)
                 self._go(stop.step, f"{stop.message} (a new step)", "bold red")
                 return
         resumed = self._resume(single=False)

@@ -51,7 +51,7 @@ def default_trace_name(document: Document | None, run) -> str:
 def write_run(run, path: str, parent=None) -> tuple[str, int]:
     """Write ``run`` (as far as it has gone, for a live run) to ``path`` as a trace; a fork
     is written after its ``parent``, so that the file says what it was forked from."""
-    target = Path(path).expanduser()
+    target = Path(path).expanduser().absolute()
     runs = [run.events()]
     if parent is not None:
         runs = [parent.events(), with_parent_number(runs[0], 1)]

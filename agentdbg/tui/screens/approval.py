@@ -63,11 +63,11 @@ class ApprovalScreen(ModalScreen[Decision]):
     """Dismissed with the user's ``Decision`` (``by`` is ``user``)."""
 
     BINDINGS = [
-        Binding("a", "approve", "Approve"),
-        Binding("d", "deny", "Deny…"),
-        Binding("e", "edit", "Edit arguments…"),
-        Binding("ctrl+s", "run_edited", "Run edited", show=False),
-        Binding("escape", "back", "Back / deny"),
+        Binding("a", "approve", "Approve", id="approval.approve"),
+        Binding("d", "deny", "Deny…", id="approval.deny"),
+        Binding("e", "edit", "Edit arguments…", id="approval.edit"),
+        Binding("ctrl+s", "run_edited", "Run edited", show=False, id="approval.run_edited"),
+        Binding("escape", "back", "Back / deny", id="approval.back"),
         Binding("q", "app.quit", "Quit"),
     ]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select
@@ -27,9 +27,9 @@ class BreakpointScreen(ModalScreen[None]):
     """Edits the ``BreakpointSet`` in place; the app saves and repaints on ``Changed``."""
 
     BINDINGS = [
-        Binding("escape", "dismiss", "Close"),
-        Binding("space", "toggle_selected", "Enable/disable", show=False),
-        Binding("delete,d", "remove_selected", "Remove", show=False),
+        Binding("escape", "dismiss", "Close", id="breakpoints.close"),
+        Binding("space", "toggle_selected", "Enable/disable", show=False, id="breakpoints.toggle"),
+        Binding("delete,d", "remove_selected", "Remove", show=False, id="breakpoints.remove"),
     ]
 
     class Changed(Message):
@@ -43,26 +43,27 @@ class BreakpointScreen(ModalScreen[None]):
         self._confirm_clear = False  # "Remove all" was pressed once
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide") as box:
+        # Scrolls on a short terminal; what is typed into comes first, so it is in view.
+        with VerticalScroll(classes="dialog wide") as box:
             box.border_title = "Breakpoints"
             box.border_subtitle = "space: enable/disable · d: remove · Esc: close"
-            yield Label("Automatic breaks", classes="section")
-            for code, text in AUTO_BREAKS.items():
-                yield Checkbox(f"{code}: {text}", self.breakpoints.auto.get(code, True),
-                               id=f"auto-{code}")
-            yield Label(self.list_title(), id="bp-title", classes="section")
-            yield BreakpointList(self.breakpoints, id="bp-list")
-            with Horizontal(id="bp-buttons"):
-                yield Button("Enable/disable", id="bp-toggle")
-                yield Button("Remove", id="bp-remove", variant="error")
-                yield Button("Remove all", id="bp-clear", variant="error")
-            yield Label("Add a breakpoint", classes="section")
+            yield Label("Add a breakpoint", classes="section first")
             with Horizontal(id="bp-add"):
                 yield Select([(kind, kind) for kind in BREAKPOINT_KINDS], value="filter",
                              allow_blank=False, id="bp-kind")
                 yield Input(placeholder=PLACEHOLDERS["filter"], id="bp-spec")
                 yield Button("Add", id="bp-add-button", variant="primary")
             yield Label("", id="bp-error", classes="error", markup=False)
+            yield Label(self.list_title(), id="bp-title", classes="section")
+            yield BreakpointList(self.breakpoints, id="bp-list")
+            with Horizontal(id="bp-buttons"):
+                yield Button("Enable/disable", id="bp-toggle")
+                yield Button("Remove", id="bp-remove", variant="error")
+                yield Button("Remove all", id="bp-clear", variant="error")
+            yield Label("Automatic breaks", classes="section")
+            for code, text in AUTO_BREAKS.items():
+                yield Checkbox(f"{code}: {text}", self.breakpoints.auto.get(code, True),
+                               id=f"auto-{code}")
 
     def on_mount(self) -> None:
         breakpoint_here = self.breakpoints.step_breakpoint(self.current_step)

@@ -13,14 +13,23 @@ from textual.widgets import Static
 
 from agentdbg.debugger.breakpoints import AUTO_BREAKS
 from agentdbg.debugger.filters import FILTER_HELP
-from agentdbg.tui.commands import COMMANDS, DIFF_COMMANDS, GROUPS
+from agentdbg.tui.commands import COMMANDS, DIFF_COMMANDS, GROUPS, Command, key_name
 from agentdbg.tui.screens.approval import APPROVAL_KEYS
 
 GROUP_NOTES = {"Live": "(a trace still being written; its agent can be paused when it was recorded with attach)",
                "Diff": "(the split view of two runs, opened with D)"}
 
 
-def help_text() -> Table:
+def shown_keys(command: Command, keymap: dict[str, str] | None = None) -> str:
+    """The keys that run ``command`` now: the user's keymap, else its defaults."""
+    keys = (keymap or {}).get(command.id)
+    if keys is None:
+        return command.shown_keys
+    return " / ".join(key_name(key) for key in keys.split(","))
+
+
+def help_text(keymap: dict[str, str] | None = None) -> Table:
+    """Every command with the keys that run it now, and its binding id (for keymap.toml)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
@@ -28,7 +37,8 @@ def help_text() -> Table:
         table.add_row(Text(group, style="bold underline"), Text(GROUP_NOTES.get(group, ""), style="dim"))
         for command in (*COMMANDS, *DIFF_COMMANDS):
             if command.group == group:
-                table.add_row(Text(command.shown_keys), Text(command.help))
+                table.add_row(Text(shown_keys(command, keymap)),
+                              Text.assemble(command.help, ("  " + command.id, "dim")))
         table.add_row("", "")
     table.add_row(Text("Mouse", style="bold underline"), "")
     table.add_row(Text("click"), Text("a timeline row: go to that step"))
@@ -54,11 +64,15 @@ def help_text() -> Table:
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS = [
-        Binding("escape,q,question_mark", "dismiss", "Close", key_display="Esc"),
+        Binding("escape,q,question_mark", "dismiss", "Close", key_display="Esc", id="help.close"),
     ]
+
+    def __init__(self, keymap: dict[str, str] | None = None):
+        super().__init__(id="help")
+        self.keymap = keymap or {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body", classes="dialog") as body:
             body.border_title = "agentdbg keys"
-            body.border_subtitle = "Esc closes"
-            yield Static(help_text(), id="help-text")
+            body.border_subtitle = "Esc closes · keys can be remapped: agentdbg keys"
+            yield Static(help_text(self.keymap), id="help-text")

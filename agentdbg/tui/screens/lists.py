@@ -1,4 +1,4 @@
-"""Choosing a run (episode) of a file, filtering the list, and reading the problems found in a file."""
+"""Choosing a run (episode) of a file, and filtering the list."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
@@ -74,10 +74,10 @@ class RunSwitcher(ModalScreen[int | None]):
     (Enter opens that run) or a filter: a run is listed when one of its steps matches
     (``~wrong`` lists the runs a grader judged wrong). Scans stop when the screen closes."""
 
-    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel"),
-                Binding("slash", "focus_filter", "Filter", show=False),
-                Binding("s", "next_sort", "Sort", show=False),
-                Binding("S", "reverse_sort", "Reverse", show=False)]
+    BINDINGS = [Binding("escape", "dismiss(None)", "Cancel", id="runs.close"),
+                Binding("slash", "focus_filter", "Filter", show=False, id="runs.filter"),
+                Binding("s", "next_sort", "Sort", show=False, id="runs.sort"),
+                Binding("S", "reverse_sort", "Reverse", show=False, id="runs.reverse_sort")]
 
     def __init__(self, runs, current: int, filter_text: str = "", summaries: Summaries | None = None,
                  sort: tuple[str, bool] | None = None):
@@ -367,19 +367,3 @@ class RunSwitcher(ModalScreen[int | None]):
     def chosen(self, event: DataTable.RowSelected) -> None:
         self.dismiss(int(event.row_key.value or 0))
 
-
-class ProblemsScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,e", "dismiss", "Close")]
-
-    def __init__(self, problems: list[str]):
-        super().__init__(id="problems")
-        self.problems = problems
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog wide") as box:
-            box.border_title = f"Problems ({len(self.problems)})"
-            box.border_subtitle = "the valid part of the file is open · Esc: close"
-            if not self.problems:
-                yield Static(Text("No problems.", style="dim"))
-            for problem in self.problems:
-                yield Static(Text.assemble(("✗ ", "bold red"), one_line(problem, 2000)), classes="problem")

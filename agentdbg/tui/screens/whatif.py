@@ -38,7 +38,7 @@ class WhatIfScreen(ModalScreen[int | None]):
     """Asks for guard settings; the app re-scores in a worker and hands the result back
     with ``show_result``. Dismissed with the step to go to, or None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Close")]
+    BINDINGS = [Binding("escape", "cancel", "Close", id="whatif.close")]
 
     class Asked(Message):
         """Re-score the open run with ``settings``."""

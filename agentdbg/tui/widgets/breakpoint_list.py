@@ -66,10 +66,10 @@ class BreakpointList(ScrollView, can_focus=True):
     }
     """
     BINDINGS = [
-        Binding("up,k", "move(-1)", "Up", show=False),
-        Binding("down,j", "move(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
+        Binding("up,k", "move(-1)", "Up", show=False, id="breakpoint_list.up"),
+        Binding("down,j", "move(1)", "Down", show=False, id="breakpoint_list.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="breakpoint_list.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="breakpoint_list.page_down"),
         Binding("home", "move_to(0)", show=False),
         Binding("end", "move_to(-1)", show=False),
     ]

@@ -90,9 +90,18 @@ class GuardsPane(LinePane):
         if state is None:
             return [Text("No run.", style="dim")]
         out = []
+        # No token count anywhere so far: the source did not record any (an import, a
+        # scripted policy), which is not the same as a run that used none.
+        unrecorded = state.step >= 1 and _pair(state.tokens) == (0, None) and not any(self.history)
         for attr, name in GUARDS:
             value, limit = _pair(getattr(state, attr))
+            if name == "tokens" and unrecorded:
+                out.append(Text.assemble((name.ljust(LABEL_WIDTH), "bold"), ("not recorded", "dim")))
+                continue
             out.append(self._bar(name, value, limit, width))
+        if unrecorded:
+            out.append(Text.assemble(("tok/st".ljust(LABEL_WIDTH), "bold"), ("not recorded", "dim")))
+            return out
         spark = sparkline(self.history[-max(width - LABEL_WIDTH - 8, 4):])
         line = Text.assemble(("tok/st".ljust(LABEL_WIDTH), "bold"))
         line.append(spark, style="cyan")
@@ -106,7 +115,10 @@ class GuardsPane(LinePane):
             text.append(f"{value:,}", style="bold")
             text.append("  no limit", style="dim")
             return text
-        figure = f"{value:,}/{limit:,}"
+        if name == "repeat":  # occurrences of this action: the first is no repeat
+            figure = f"{max(value - 1, 0):,}/{max(limit - 1, 1):,}"
+        else:
+            figure = f"{value:,}/{limit:,}"
         bar_width = max(width - LABEL_WIDTH - len(figure) - 1, 4)
         style = LEVEL_STYLES[level(value, limit, name)]
         filled = min(bar_width, round(bar_width * progress(name, value, limit)))

@@ -119,6 +119,9 @@ def outcome_text(run) -> Text:
     return Text("indexing…", style="bold cyan")
 
 
+FULL_REASON_HINT = " … e: full reason"
+
+
 class StatusLine(Widget):
     """One line: why the last continue stopped, progress, or what just happened."""
 
@@ -135,4 +138,11 @@ class StatusLine(Widget):
         self.refresh()
 
     def render(self) -> Text:
-        return self._text
+        text, width = self._text, self.content_size.width
+        if self.message.startswith("Stopped at") and text.cell_len > width > 2 * len(FULL_REASON_HINT):
+            # A stop's reasons cut short: say where they are in full.
+            cut = text.copy()
+            cut.truncate(width - len(FULL_REASON_HINT))
+            cut.append(FULL_REASON_HINT, style="dim")
+            return cut
+        return text

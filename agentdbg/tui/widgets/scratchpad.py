@@ -15,7 +15,8 @@ from rich.text import Text
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from agentdbg.model.prompt import prompt_at
+from agentdbg.debugger.find import Query
+from agentdbg.model.prompt import SYSTEM_HEADER, TASK_HEADER, prompt_at
 from agentdbg.model.state import PlanProgress, StepRecord, plan_progress
 from agentdbg.text import one_line
 from agentdbg.tui.safe import clip, clipped
@@ -52,7 +53,8 @@ PROMPT_CHARS = 50_000  # the prompt view: beyond this, the prompt is cut
 BLOCK_CACHE = 256  # wrapped steps kept
 CONTEXT_SCREENS = 2  # earlier steps rendered: enough for this many pane heights
 PROMPT_STEPS = 50  # a prompt that is the whole transcript: its latest steps only
-PROMPT_HEADERS = ("Summary of earlier steps:", "Recalled from memory:", "Recent steps:")
+MATCH_STYLE = "bold black on yellow"  # a search match (/)
+PROMPT_HEADERS = ("Summary of earlier steps:", "Recalled from memory:", "Recent steps:", SYSTEM_HEADER, TASK_HEADER)
 
 
 class Scratchpad(LinePane):
@@ -67,7 +69,20 @@ class Scratchpad(LinePane):
         self.empty_message: Text | None = None
         self.first_shown = 0
         self._current_start_line = 0
-        self._blocks: LRUCache[tuple[int, int, bool, bool, int], list[Strip]] = LRUCache(BLOCK_CACHE)
+        self._blocks: LRUCache[tuple[int, int, bool, bool, int, str | None], list[Strip]] = LRUCache(BLOCK_CACHE)
+        self.highlight: Query | None = None  # the last search, its matches picked out
+
+    def set_highlight(self, query: Query | None) -> None:
+        """Pick out where ``query`` matches (a regex search; a filter marks nothing)."""
+        if query is not None and query.pattern is None:
+            query = None
+        old = self.highlight.text if self.highlight is not None else None
+        if old == (query.text if query is not None else None):
+            return
+        self.highlight = query
+        self._blocks.clear()
+        self._built_key = None
+        self.rebuild()
 
     def show(self, run, step: int) -> None:
         self.run = run
@@ -174,7 +189,7 @@ class Scratchpad(LinePane):
 
     def _block_lines(self, run, step: int, current: bool, width: int) -> list[Strip] | None:
         """One step's lines, wrapped and styled; cached, so stepping re-renders two steps."""
-        key = (id(run), step, current, self.folded, width)
+        key = (id(run), step, current, self.folded, width, self.highlight.text if self.highlight else None)
         block = self._blocks.get(key)
         if block is not None:
             return block
@@ -228,6 +243,9 @@ class Scratchpad(LinePane):
                 paragraph.append(f"… [{hidden}]" if current else f" … ({hidden}; z unfolds)", style="italic")
             if not current:
                 paragraph.stylize("dim")
+            if self.highlight is not None:
+                for start, end in self.highlight.spans(paragraph.plain):
+                    paragraph.stylize(MATCH_STYLE, start, end)
             block.append(paragraph)
         if len(transcript) > STEP_LINES:
             block.append(Text(f"… {len(transcript) - STEP_LINES:,} more lines in this step not shown",

@@ -135,12 +135,12 @@ class Timeline(ScrollView, can_focus=True):
     }
     """
     BINDINGS = [
-        Binding("up,k", "app.step_back", "Back", show=False),
-        Binding("down,j", "app.step_forward", "Step", show=False),
+        Binding("up,k", "app.step_back", "Back", show=False, id="timeline.up"),
+        Binding("down,j", "app.step_forward", "Step", show=False, id="timeline.down"),
         Binding("home", "app.first_step", show=False),
         Binding("end", "app.last_step", show=False),
-        Binding("pageup", "page(-1)", show=False),
-        Binding("pagedown", "page(1)", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="timeline.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="timeline.page_down"),
     ]
 
     class Selected(Message):

@@ -24,6 +24,19 @@ What each edit means (docs/debugger.md, "Forking a run"):
   kept) and runs, through the guards and approval like any other;
 * ``thought``: the thought is replaced and the step's action is kept (and run again);
   later steps see the edited thought in the transcript and memory.
+
+Steps of the other kinds (replaying steps 1..N-1 restores the plan being carried out
+and a reflection still due, as the real agent reaches them):
+
+* a plan (the step that writes it): ``action`` is the new plan, one call a line, read
+  by the run's parser; ``thought`` the plan's thought; it has no observation;
+* a plan's item: ``observation`` is the item's result (its call does not run; the plan
+  goes on with the next item, or ends and the policy is asked again when the text is an
+  error); ``action`` is one call replacing the item's; ``thought`` is written before it;
+* a reflection: ``thought`` (or ``action``) is the reflection's text; no observation;
+* several calls at once: ``action`` is the step's calls, one a line; ``observation``
+  stands for one call's result (``StepEdit.call``, the first by default): that call does
+  not run, the others do.
 """
 
 from __future__ import annotations
@@ -38,25 +51,63 @@ from agentdbg.engine.agent import AgentRun, ReActAgent, StepResult
 from agentdbg.engine.approval import Approver, Decision, decide
 from agentdbg.engine.events import FORK_EDITS
 from agentdbg.engine.journal import OperationJournal
+from agentdbg.engine.parsers import Action, FinalAnswer
 from agentdbg.engine.policies import Policy
 from agentdbg.engine.step_edit import StepEdit, action_edit
 from agentdbg.model.state import StepRecord, group_run
 
-__all__ = ["FORK_EDITS", "ForkError", "ForkRun", "StepEdit", "action_edit", "check_editable"]
+__all__ = ["FORK_EDITS", "ForkError", "ForkRun", "StepEdit", "action_edit", "check_editable", "make_edit",
+           "step_shape"]
 
 
 class ForkError(ValueError):
     """A fork that cannot be made: says which step and why."""
 
 
-def check_editable(record: StepRecord, part: str) -> None:
+def is_reflection(record: StepRecord) -> bool:
+    """The step critiqued a failed one (or was asked to and wrote no critique)."""
+    return record.reflection is not None or (record.parse_error or "").startswith("no reflection:")
+
+
+def step_shape(record: StepRecord | None) -> str:
+    """What an action edit of the step writes: ``plan``, ``calls`` or ``call``."""
+    if record is None:
+        return "call"
+    if record.plan is not None:
+        return "plan"
+    return "calls" if len(record.calls) > 1 else "call"
+
+
+def make_edit(record: StepRecord | None, format: str, part: str, text: str, call: int = 0) -> tuple[StepEdit, Any]:
+    """The edit of ``part`` of step ``record`` to ``text``, for a run whose policy writes
+    ``format``: (the edit, what an action edit parses to, else None). ValueError says
+    what is wrong with an action."""
+    if part != "action" or (record is not None and is_reflection(record)):
+        if not text.strip() and record is not None and is_reflection(record):
+            raise ValueError("the reflection is empty")
+        return StepEdit(part, text, call=call), None
+    thought = record.thought if record is not None else ""
+    edit, parsed = action_edit(format, text, thought, step_shape(record))
+    if record is not None and record.item and not isinstance(parsed, Action):
+        raise ValueError(f"step {record.step} carries out a plan's item: its action is one call, not "
+                         f"{'an answer' if isinstance(parsed, FinalAnswer) else 'several'}")
+    return edit, parsed
+
+
+def check_editable(record: StepRecord, part: str, call: int = 0) -> None:
     """Raise ForkError when step ``record`` has no ``part`` to edit."""
     step = record.step
-    calls = [event for event in record.events if isinstance(event, ev.ActionTaken)]
-    if len(calls) > 1 or any(event.item for event in calls) or \
-            any(isinstance(event, (ev.PlanMade, ev.Reflection)) for event in record.events):
-        raise ForkError(f"step {step} is a plan, a plan's item, a reflection or several calls at once: "
-                        "a fork changes a step of one call or an answer")
+    if is_reflection(record):
+        if part == "observation":
+            raise ForkError(f"step {step} is a reflection: it made no call; edit its text as the thought")
+        return
+    if record.plan is not None and part == "observation":
+        raise ForkError(f"step {step} wrote a plan: it has no observation; edit the plan (the action) or the thought")
+    if call and part != "observation":
+        raise ForkError("a call is chosen only to edit its observation")
+    if call and call > max(len(record.calls), 1):
+        raise ForkError(f"step {step} made {max(len(record.calls), 1) if record.tool else 'no'} "
+                        f"call{'s' if len(record.calls) > 1 else ''}: there is no call {call}")
     finished = record.tool is None and record.parse_error is None  # a final answer, or a plan's finish
     if finished and record.answer is None and record.error_kind in ("policy", "memory", "tokens"):
         raise ForkError(f"step {step} has no output to edit: the {record.error_kind} failed there ({record.error})")
@@ -76,6 +127,20 @@ def recorded_output(record: StepRecord, format: str) -> Any:
     which is not asked twice)."""
     if record.parse_error is not None:
         return record.output
+    if record.reflection is not None:
+        return {"reflection": record.reflection.text} if format == "script" else f"Reflection: {record.reflection.text}"
+    several = [c.call for c in record.calls] if len(record.calls) > 1 else None
+    if record.plan is not None:
+        several = list(record.plan.items)
+    if several is not None and format in ("bracket", "colon", "json", "numbered"):
+        lines = [f"Thought: {record.thought}"] if record.thought else []
+        if record.plan is not None:
+            lines += ["Plan:", *(f"{i}. {item}" for i, item in enumerate(several, 1))]
+        else:
+            lines += [f"Action {i}: {c}" if format == "numbered" else f"Action: {c}" for i, c in enumerate(several, 1)]
+        return "\n".join(lines)
+    if len(record.calls) > 1 and format == "script":
+        return {"thought": record.thought, "actions": [{"action": c.tool, "args": c.args} for c in record.calls]}
     if format == "plan":
         if record.tool is None:
             return ("finish", {} if record.answer is None else {"answer": record.answer})
@@ -110,6 +175,8 @@ class _Replaying(Policy):
         self.asks_model = inner.asks_model
         self.asked = 0
         self._recorded_tokens: int | None = None
+        # A plan's items are not asked of the policy: the n-th answer is the n-th step that asked.
+        self._asked_at = [record for record in records[:until] if not record.item]
 
     @property  # type: ignore[override]
     def on_note(self) -> Callable[[str, dict], None] | None:
@@ -142,8 +209,8 @@ class _Replaying(Policy):
     def respond(self, prompt: str) -> Any:
         self.asked += 1
         self._recorded_tokens = None
-        if self.asks_model and self.asked <= self.until:
-            record = self.records[self.asked - 1]
+        if self.asks_model and self.asked <= len(self._asked_at):
+            record = self._asked_at[self.asked - 1]
             self._recorded_tokens = record.step_tokens
             return recorded_output(record, self.format)
         return self.inner.respond(prompt)
@@ -203,7 +270,7 @@ class ForkRun:
         if task != grouped.info.task:
             raise ForkError(f"the plan's task is not the recorded run's ({_short(task)} against "
                             f"{_short(grouped.info.task)}); has the plan changed since?")
-        check_editable(records[step - 1], edit.part)
+        check_editable(records[step - 1], edit.part, edit.call)
         self.step_number = step
         self.edit = edit
         self.records = records
@@ -291,14 +358,14 @@ def earlier_edits(fork: dict | None, before: int, format: str,
             raise ForkError("the run's fork record is damaged: it cannot be replayed")
         if number >= before:
             continue
-        if part == "action":
-            try:
-                thought = records[number - 1].thought if number <= len(records) else ""
-                edits[number] = action_edit(format, text, thought)[0]
-            except ValueError as exc:
-                raise ForkError(f"the action edited at step {number} no longer parses: {exc}") from None
-        else:
-            edits[number] = StepEdit(part, text)
+        call = item.get("call", 0)
+        if not isinstance(call, int) or isinstance(call, bool) or call < 0:
+            raise ForkError("the run's fork record is damaged: it cannot be replayed")
+        try:
+            edits[number] = make_edit(records[number - 1] if number <= len(records) else None,
+                                      format, part, text, call)[0]
+        except ValueError as exc:
+            raise ForkError(f"the action edited at step {number} no longer parses: {exc}") from None
     return edits
 
 

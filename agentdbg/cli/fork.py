@@ -36,7 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--thought", metavar="TEXT", help="step N's thought (its action is kept and run again)")
     what.add_argument("--action", metavar="TEXT",
                       help="step N's action, written as the run's policy writes it (catalog[Il Gattopardo], "
-                           "Final Answer: 2; a scripted plan: tool {\"arg\": 1}, or finish ANSWER)")
+                           "Final Answer: 2; a scripted plan: tool {\"arg\": 1}, or finish ANSWER; "
+                           "a plan, or several calls at once: one call a line; a reflection: its text)")
+    parser.add_argument("--call", type=int, default=0, metavar="K",
+                        help="with --observation, at a step of several calls: the call whose observation "
+                             "TEXT is (1-based; default the first); the others run")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("-o", "--output", metavar="TRACE", help="the trace to write: the parent run, then the fork")
     where.add_argument("--append", action="store_true",
@@ -54,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentdbg.documents import OpenError, check_approval, command_line_approver, open_document
-    from agentdbg.engine.step_edit import StepEdit, action_edit
+    from agentdbg.fork import make_edit
     from agentdbg.forking import ForkError, plan_for_run, start_fork
     from agentdbg.plans import PlanError
     from agentdbg.trace.writer import TraceBusyError, TraceWriteError, write_trace
@@ -65,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     text = getattr(args, part)
     if args.step < 1:
         return render.fail("fork", f"--step must be 1 or more, got {args.step}")
+    if args.call < 0 or (args.call and part != "observation"):
+        return render.fail("fork", "--call K (1 or more) goes with --observation")
     if args.run < 1:
         return render.fail("fork", f"--run must be 1 or more, got {args.run}")
     if not args.append:
@@ -94,11 +100,8 @@ def run(args: argparse.Namespace) -> int:
             plan = plan_for_run(document, index, allow_code=args.allow_code, allow_network=args.allow_network,
                                 plan=args.plan)
             check_approval(plan, args.approve, plan.path or "")
-            if part == "action":
-                step_thought = _thought(document.runs[index], args.step)
-                edit, _ = action_edit(plan.build_agent().policy.format, text, step_thought)
-            else:
-                edit = StepEdit(part, text)
+            record = _record(document.runs[index], args.step)
+            edit, _ = make_edit(record, plan.build_agent().policy.format, part, text, args.call)
             fork = start_fork(plan, parent_events, args.step, edit, approver=command_line_approver(args.approve),
                               parent=args.run if args.append else 1, journal_events=journal_events)
             fork_events = fork.run_to_end()
@@ -134,11 +137,11 @@ def _append(path: Path, events: list) -> int:
         return writer.events_written
 
 
-def _thought(run, step: int) -> str:
+def _record(run, step: int):
     try:
-        return run.record(step).thought
+        return run.record(step)
     except (IndexError, ValueError, OSError):
-        return ""  # the fork says what is wrong with the step
+        return None  # the fork says what is wrong with the step
 
 
 def _say(events, output: Path, number: int, written: int) -> None:

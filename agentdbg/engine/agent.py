@@ -379,7 +379,10 @@ class AgentRun:
         """Advance exactly one turn: reason -> act -> observe, one plan item, or a reflection.
         ``edit`` changes one part of it (a fork, see ``agentdbg.fork``): the thought (the
         action is kept), the action (the policy's output is replaced by ``edit.output``) or
-        the observation (the tool does not run; the policy reads ``edit.text``)."""
+        the observation (the tool does not run; the policy reads ``edit.text``). At a plan
+        item the edited action replaces the item's call; at a reflection the thought (or
+        action) edit is the reflection's text; at a step of several calls an observation
+        edit stands for call ``edit.call``'s (the others run)."""
         if self.done:
             raise RuntimeError("the run has ended")
         agent = self.agent
@@ -391,7 +394,7 @@ class AgentRun:
                                          message=text or "step budget exhausted: 0 steps allowed"))
             return result
         if self.plan_pending:
-            return self._plan_item(number)
+            return self._plan_item(number, edit)
         if self._script_over():  # an empty script: the run ends before its first step
             result = StepResult(step=0)
             self._finish(result, Outcome("script exhausted", steps=len(self.steps),
@@ -427,7 +430,7 @@ class AgentRun:
         finally:
             agent.policy.on_note = None
         if reflecting is not None:
-            return self._reflection(result, prompt, reflecting, emit)
+            return self._reflection(result, prompt, reflecting, emit, edit)
 
         if edit is not None and edit.part == "action":
             result.output = edit.output
@@ -486,7 +489,9 @@ class AgentRun:
             return self._step_end(result, written, [], step_tokens)
 
         edited = edit.text if edit is not None and edit.part == "observation" else None
-        if edited is not None:  # the tool does not run: the policy reads the edited text
+        if edited is not None and isinstance(parsed, ParallelCalls):
+            failed = self._calls_with_edit(result, parsed, edited, max(edit.call, 1), emit)  # type: ignore[union-attr]
+        elif edited is not None:  # the tool does not run: the policy reads the edited text
             failed_edit = edited.startswith("ERROR:")
             emit(ev.Observation(step=number, text=edited, error=failed_edit))
             result.observations.append(edited)
@@ -507,10 +512,40 @@ class AgentRun:
             failed = [True]
         return self._step_end(result, written, failed, step_tokens)
 
-    def _plan_item(self, number: int) -> StepResult:
+    def _calls_with_edit(self, result: StepResult, parsed: ParallelCalls, edited: str, which: int,
+                         emit: Callable[[ev.Event], None]) -> list[bool]:
+        """A turn of several calls whose call ``which`` (1-based) is not run: its
+        observation is ``edited``; the others run as usual."""
+        number = result.step
+        if which > len(parsed.actions):
+            raise ValueError(f"step {number} made {len(parsed.actions)} calls; there is no call {which}")
+        others = [action for index, action in enumerate(parsed.actions, 1) if index != which]
+        results = iter(dispatch_calls(self.agent.registry, others, step=number, emit=emit,
+                                      approver=self.agent.approver, journal=self.journal))
+        failed = []
+        for index, action in enumerate(parsed.actions, 1):
+            if index == which:
+                error = edited.startswith("ERROR:")
+                emit(ev.Observation(step=number, text=edited, error=error, id=_call_id(number, index)))
+                result.observations.append(edited)
+                result.values.append(edited)
+                failed.append(error)
+            else:
+                failed.append(self._observe(result, action, next(results), emit, _call_id(number, index)))
+        return failed
+
+    def _plan_item(self, number: int, edit: StepEdit | None = None) -> StepResult:
         """Carry out the current plan's next item: a call the policy already wrote, so
-        nothing is asked of it and the step costs no tokens."""
+        nothing is asked of it and the step costs no tokens. ``edit`` (a fork): an action
+        replaces the item's call, a thought is written before it, an observation stands
+        for the call's (it does not run); the plan goes on, or ends on an error, either way."""
         agent = self.agent
+        action = self.plan[self.plan_next]
+        if edit is not None and edit.part == "action":
+            replaced = self.parse(edit.output)
+            if not isinstance(replaced, Action):
+                raise ValueError(f"step {number} carries out a plan item: its action is one call")
+            action = replace(replaced, thought="")
         result = StepResult(step=number, item=self.plan_next + 1)
         self.steps.append(result)
 
@@ -518,24 +553,37 @@ class AgentRun:
             self._emit(event, result)
 
         emit(ev.StepStart(step=number))
-        action = result.parsed = self.plan[self.plan_next]
+        result.parsed = action
         self.plan_next += 1
-        emit(ev.ActionTaken(step=number, tool=action.name, args=action.args, call=action.call, item=result.item))
         written = f"Action: {action.call}"
+        if edit is not None and edit.part == "thought":
+            action = result.parsed = replace(action, thought=edit.text)
+            emit(ev.Thought(step=number, text=edit.text))
+            written = f"Thought: {edit.text}\n{written}"
+        emit(ev.ActionTaken(step=number, tool=action.name, args=action.args, call=action.call, item=result.item))
         self.transcript += "\n" + written
         trip = agent.guards.decide(0, action.signature(), shown_call(action.call))
         if trip is not None:
             return self._stop(result, trip, 0)
-        gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,
-                               approver=agent.approver, journal=self.journal, thought=action.thought)
-        failed = self._observe(result, action, gated, emit)
+        if edit is not None and edit.part == "observation":  # the call does not run
+            failed = edit.text.startswith("ERROR:")
+            emit(ev.Observation(step=number, text=edit.text, error=failed))
+            result.observations.append(edit.text)
+        else:
+            gated = gated_dispatch(agent.registry, action.name, action.args, step=number, emit=emit,
+                                   approver=agent.approver, journal=self.journal, thought=action.thought)
+            failed = self._observe(result, action, gated, emit)
         if failed or not self.plan_pending:  # a failed item ends the plan: the policy is asked again
             self.plan, self.plan_next = [], 0
         return self._step_end(result, written, [failed], 0)
 
-    def _reflection(self, result: StepResult, prompt: str, on_step: int, emit: Callable[[ev.Event], None]) -> StepResult:
-        """The policy's critique of step ``on_step``: into the transcript, for the retry."""
+    def _reflection(self, result: StepResult, prompt: str, on_step: int, emit: Callable[[ev.Event], None],
+                    edit: StepEdit | None = None) -> StepResult:
+        """The policy's critique of step ``on_step``: into the transcript, for the retry.
+        ``edit`` (a fork's thought or action) is the critique's text instead."""
         agent = self.agent
+        if edit is not None and edit.part in ("thought", "action"):
+            result.output = f"Reflection: {edit.text}"
         written = render_output(result.output, None) if not isinstance(result.output, dict) else \
             str(result.output.get("reflection", result.output))
         try:

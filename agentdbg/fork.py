@@ -299,7 +299,8 @@ class ForkRun:
         self._silent = False
         metadata = edit.metadata(parent, step)
         if earlier:  # a fork of a fork: the edits its steps were made with, replayed next time
-            metadata["replays"] = [{"step": n, "edited": e.part, "text": e.text} for n, e in sorted(earlier.items())]
+            metadata["replays"] = [{"step": n, "edited": e.part, "text": e.text, **({"call": e.call} if e.call else {})}
+                                   for n, e in sorted(earlier.items())]
         self._emit(replace(grouped.start, fork=metadata))
         for event in _prefix(parent_events, step):
             self._emit(event)

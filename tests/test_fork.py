@@ -10,7 +10,7 @@ import pytest
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.step_edit import StepEdit, action_edit
-from agentdbg.fork import ForkError, ForkRun
+from agentdbg.fork import ForkError, ForkRun, make_edit
 from agentdbg.forking import NotRerunnable, plan_for_run, start_fork
 from agentdbg.plans import load_plan, parse_plan
 from agentdbg.runs import Document, EventRun
@@ -349,3 +349,129 @@ def test_a_grid_agent_moves_from_what_the_edited_observation_says():
     assert "free: down, left" in seen and records(parent)[1].call == "move[down from (0, 1)]"
     forked = fork(plan, parent, 1, StepEdit("observation", seen.replace("free: down, left", "free: left")))
     assert records(forked)[1].call == "move[left from (0, 1)]"
+
+
+# Plans, their items, reflections and turns of several calls.
+
+def planned(name):
+    plan = load_plan(PLANS / f"{name}.toml")
+    return plan, plan.run().events
+
+
+def test_an_edited_plan_item_observation_does_not_run_the_call_and_the_plan_goes_on():
+    plan, parent = planned("kv_tax_planned")
+    forked = fork(plan, parent, 3, StepEdit("observation", "99"))  # item 2: calculator 120 * 0.15
+    steps = records(forked)
+    assert steps[2].item == 2 and steps[2].observation == "99" and not steps[2].observation_error
+    assert [s.item for s in steps] == [0, 1, 2, 3, 4, 5, 0]  # the plan went on from item 3
+    assert not any(isinstance(e, ev.StepError) for e in steps[2].events)
+    assert group_run(forked).end.answer == "the total including 15% tax is 138.0"
+
+
+def test_an_edited_plan_item_observation_that_is_an_error_ends_the_plan_and_the_policy_is_asked():
+    plan, parent = planned("kv_tax_planned")
+    forked = fork(plan, parent, 2, StepEdit("observation", "ERROR: the store is full"))
+    steps = records(forked)
+    assert steps[1].observation_error and steps[1].item == 1
+    assert len(steps) == 3 and steps[2].item == 0  # items 2..5 dropped: the policy was asked again
+    assert group_run(forked).end.answer == "the total including 15% tax is 138.0"
+
+
+def test_an_edited_plan_item_error_with_reflection_on_reflects_then_replans():
+    plan, parent = planned("kv_tax_replan")
+    forked = fork(plan, parent, 2, StepEdit("observation", "ERROR: the store is full"))
+    steps = records(forked)
+    assert steps[2].reflection is not None and steps[2].reflection.on_step == 2
+    assert steps[3].plan is not None and steps[4].item == 1  # the new plan is carried out
+
+
+def test_an_edited_plan_item_action_replaces_the_item_s_call():
+    plan, parent = planned("kv_tax_planned")
+    edit, parsed = make_edit(records(parent)[1], "script", "action", 'kv_set {"key": "base", "value": "100"}')
+    forked = fork(plan, parent, 2, edit)
+    steps = records(forked)
+    assert steps[1].args == {"key": "base", "value": "100"} and steps[1].item == 1
+    assert steps[2].item == 2 and steps[2].call == "calculator({'expr': '120 * 0.15'})"
+    with pytest.raises(ValueError, match="its action is one call"):
+        make_edit(records(parent)[1], "script", "action", "finish 3")
+
+
+def test_an_edited_plan_item_thought_is_written_before_its_call():
+    plan, parent = planned("kv_tax_planned")
+    steps = records(fork(plan, parent, 4, StepEdit("thought", "store the tax")))
+    assert steps[3].thought == "store the tax" and steps[3].observation == "stored tax"
+
+
+def test_an_edited_plan_is_carried_out_instead():
+    plan, parent = planned("kv_tax_planned")
+    edit, parsed = make_edit(records(parent)[0], "script", "action",
+                             'kv_set {"key": "base", "value": "120"}\ncalculator {"expr": "120 * 1.15"}')
+    assert len(parsed.actions) == 2
+    forked = fork(plan, parent, 1, edit)
+    steps = records(forked)
+    assert steps[0].plan.items == ["kv_set({'key': 'base', 'value': '120'})", "calculator({'expr': '120 * 1.15'})"]
+    assert [s.item for s in steps] == [0, 1, 2, 0] and steps[2].observation == "138.0"
+    with pytest.raises(ValueError, match="not valid JSON"):
+        make_edit(records(parent)[0], "script", "action", "kv_set {oops")
+
+
+def test_a_plan_step_has_no_observation_to_edit():
+    plan, parent = planned("kv_tax_planned")
+    with pytest.raises(ForkError, match="wrote a plan: it has no observation"):
+        fork(plan, parent, 1, StepEdit("observation", "x"))
+
+
+def test_an_edited_reflection_is_what_the_retry_reads():
+    plan, parent = planned("library_reflexion")
+    for part in ("thought", "action"):
+        edit, _ = make_edit(records(parent)[1], "bracket", part, "use the catalog, not the web")
+        forked = fork(plan, parent, 2, edit)
+        steps = records(forked)
+        assert steps[1].reflection.text == "use the catalog, not the web" and steps[1].reflection.on_step == 1
+        assert group_run(forked).end.answer == "2"
+    with pytest.raises(ForkError, match="is a reflection: it made no call"):
+        fork(plan, parent, 2, StepEdit("observation", "x"))
+
+
+def test_a_fork_after_a_reflection_and_a_replan_restores_the_plan_s_position():
+    plan, parent = planned("kv_tax_replan")
+    forked = fork(plan, parent, 7, StepEdit("observation", "stored tax twice"))  # item 2 of the second plan
+    steps = records(forked)
+    assert steps[6].item == 2 and steps[6].observation == "stored tax twice"
+    assert [s.item for s in steps[6:]] == [2, 3, 0]
+
+
+def test_an_edited_observation_of_one_of_several_calls_runs_the_others():
+    plan, parent = planned("kv_parallel")
+    forked = fork(plan, parent, 1, StepEdit("observation", "17", call=2))
+    first = records(forked)[0]
+    assert [c.observation for c in first.calls] == ["stored base", "17"]
+    assert [c.id for c in first.calls] == ["call_1_1", "call_1_2"]
+    assert group_run(forked).info.fork["call"] == 2
+    with pytest.raises(ForkError, match="there is no call 3"):
+        fork(plan, parent, 1, StepEdit("observation", "x", call=3))
+
+
+def test_edited_calls_of_a_parallel_turn_run_instead():
+    plan, parent = planned("kv_parallel")
+    edit, parsed = make_edit(records(parent)[0], "script", "action",
+                             'kv_set {"key": "base", "value": "120"}\ncalculator {"expr": "2 + 2"}\nkv_get {"key": "base"}')
+    first = records(fork(plan, parent, 1, edit))[0]
+    assert [c.observation for c in first.calls] == ["stored base", "4", "120"]
+
+
+def test_a_fork_of_a_fork_at_a_plan_item_replays_its_edit():
+    plan, parent = planned("kv_tax_planned")
+    first = fork(plan, parent, 3, StepEdit("observation", "99"))
+    second = fork(plan, first, 5, StepEdit("observation", "200"))
+    steps = records(second)
+    assert steps[2].observation == "99" and steps[4].observation == "200"
+    assert group_run(second).info.fork["replays"] == [{"step": 3, "edited": "observation", "text": "99"}]
+
+
+def test_a_fork_of_a_fork_replays_the_call_its_observation_edit_chose():
+    plan, parent = planned("kv_parallel")
+    first = fork(plan, parent, 1, StepEdit("observation", "17", call=2))
+    second = fork(plan, first, 2, StepEdit("thought", "again"))
+    assert [c.observation for c in records(second)[0].calls] == ["stored base", "17"]
+    assert group_run(second).info.fork["replays"] == [{"step": 1, "edited": "observation", "text": "17", "call": 2}]

@@ -255,3 +255,45 @@ async def test_esc_cancels_a_fork_still_replaying_and_nothing_is_added(tmp_path:
         await settle(pilot)
         assert app.busy is None and len(app.runs) == 1 and app.run_index == 0
         assert "not forked: fork cancelled" in status(app)
+
+
+async def test_e_on_a_plan_item_edits_its_observation_and_the_plan_goes_on():
+    app = live("kv_tax_planned.toml")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n", "n", "n")
+        assert app.session.record().item == 2
+        assert screen.part == "observation" and screen.query_one(TextArea).text == "18.0"
+        assert "the plan goes on with its next item" in check_text(screen)
+        await write(pilot, screen, "99")
+        await press(pilot, "ctrl+s")
+        assert not isinstance(app.screen, ForkScreen)
+        assert len(app.runs) == 2 and app.session.record().observation == "99"
+        await press(pilot, "c")
+        run = app.session.run
+        assert run.complete and [run.record(n).item for n in range(1, run.step_count + 1)] == [0, 1, 2, 3, 4, 5, 0]
+
+
+async def test_e_on_a_plan_shows_its_calls_one_a_line_and_reads_an_edited_plan():
+    app = live("kv_tax_planned.toml")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n")
+        assert screen.part == "action"
+        assert screen.query_one(TextArea).text.splitlines()[0] == 'kv_set {"key": "base", "value": "120"}'
+        assert "a plan of 5" in check_text(screen)
+        await write(pilot, screen, 'kv_get {"key": "base"}')
+        assert "a plan of 1" in check_text(screen)
+        await write(pilot, screen, "kv_get {oops")
+        assert "does not parse" in check_text(screen) and screen.edit is None
+
+
+async def test_e_on_a_turn_of_several_calls_picks_the_call_whose_observation_is_edited():
+    app = live("kv_parallel.toml")
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n")
+        assert screen.part == "observation" and screen.query_one(TextArea).text == "stored base"
+        screen.query_one("#fork-call-2").value = True
+        await settle(pilot)
+        assert screen.call == 2 and screen.query_one(TextArea).text == "18.0"
+        await write(pilot, screen, "17")
+        await press(pilot, "ctrl+s")
+        assert [c.observation for c in app.session.record().calls] == ["stored base", "17"]

@@ -203,3 +203,27 @@ def test_append_needs_a_trace_and_o_may_not_name_the_input(tmp_path, capsys):
     assert run_cli(capsys, "record", PLANS / "kv_tax.toml", "-o", trace)[0] == 0
     code, _, err = run_cli(capsys, "fork", trace, "--step", 1, "--thought", "x", "-o", trace)
     assert code == 2 and "would overwrite its input (--append adds it to a trace)" in err
+
+
+def test_fork_takes_a_new_plan_and_one_call_s_observation_of_several(tmp_path, capsys):
+    out = tmp_path / "plan.jsonl"
+    code, _, err = run_cli(capsys, "fork", PLANS / "kv_tax_planned.toml", "--step", 1, "--action",
+                           'kv_set {"key": "base", "value": "120"}\nkv_get {"key": "base"}', "-o", out, "-q")
+    assert code == 0, err
+    with open_trace(out, background=False) as trace:
+        assert trace.runs[1].record(1).plan.items == ["kv_set({'key': 'base', 'value': '120'})",
+                                                      "kv_get({'key': 'base'})"]
+        assert trace.runs[1].record(3).observation == "120"
+    out = tmp_path / "calls.jsonl"
+    code, _, err = run_cli(capsys, "fork", PLANS / "kv_parallel.toml", "--step", 1, "--observation", "17",
+                           "--call", 2, "-o", out, "-q")
+    assert code == 0, err
+    with open_trace(out, background=False) as trace:
+        assert trace.runs[1].info.fork["call"] == 2
+        assert [c.observation for c in trace.runs[1].record(1).calls] == ["stored base", "17"]
+    code, _, err = run_cli(capsys, "fork", PLANS / "kv_parallel.toml", "--step", 1, "--observation", "17",
+                           "--call", 5, "-o", tmp_path / "x.jsonl", "-q")
+    assert code == 2 and "there is no call 5" in err
+    code, _, err = run_cli(capsys, "fork", PLANS / "kv_parallel.toml", "--step", 1, "--thought", "t",
+                           "--call", 2, "-o", tmp_path / "x.jsonl", "-q")
+    assert code == 2 and "--call K (1 or more) goes with --observation" in err

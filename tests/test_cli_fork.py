@@ -219,7 +219,8 @@ def test_fork_takes_a_new_plan_and_one_call_s_observation_of_several(tmp_path, c
                            "--call", 2, "-o", out, "-q")
     assert code == 0, err
     with open_trace(out, background=False) as trace:
-        assert trace.runs[1].info.fork["call"] == 2
+        assert trace.runs[1].info.fork["call"] == 2 and not trace.problems
+        assert trace.runs[1].info.fork_text() == "fork of run 1 at step 1: call 2's observation edited"
         assert [c.observation for c in trace.runs[1].record(1).calls] == ["stored base", "17"]
     code, _, err = run_cli(capsys, "fork", PLANS / "kv_parallel.toml", "--step", 1, "--observation", "17",
                            "--call", 5, "-o", tmp_path / "x.jsonl", "-q")

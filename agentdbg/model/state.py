@@ -52,7 +52,9 @@ class RunInfo:
         fork = self.fork
         if not fork:
             return ""
-        return f"fork of run {fork.get('parent')} at step {fork.get('step')}: {fork.get('edited')} edited"
+        call = fork.get("call")
+        edited = f"call {call}'s {fork.get('edited')}" if isinstance(call, int) and call > 0 else fork.get("edited")
+        return f"fork of run {fork.get('parent')} at step {fork.get('step')}: {edited} edited"
 
     @property
     def task_line(self) -> str:

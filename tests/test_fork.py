@@ -475,3 +475,22 @@ def test_a_fork_of_a_fork_replays_the_call_its_observation_edit_chose():
     second = fork(plan, first, 2, StepEdit("thought", "again"))
     assert [c.observation for c in records(second)[0].calls] == ["stored base", "17"]
     assert group_run(second).info.fork["replays"] == [{"step": 1, "edited": "observation", "text": "17", "call": 2}]
+
+
+def test_a_model_s_plan_is_replayed_from_its_recording_and_its_items_never_ask_it(tmp_path):
+    from model_server import ModelServer, openai_text
+
+    steps = ["Thought: look both up.\nPlan:\n1. catalog[Il Gattopardo]\n2. loans[Il Gattopardo]",
+             "Thought: done.\nFinal Answer: 2"]
+    with ModelServer(*(openai_text(step) for step in steps)) as server:
+        text = (PLANS / "models" / "library_ollama.toml").read_text(encoding="utf-8")
+        path = tmp_path / "ollama.toml"
+        path.write_text(text.replace("http://localhost:11434/v1", server.url + "/v1"), encoding="utf-8")
+        plan = load_plan(path, allow_network=True)
+        parent = plan.run().events
+        assert [s.item for s in records(parent)] == [0, 1, 2, 0] and len(server.requests) == 2
+        server.add(openai_text("Thought: none lent.\nFinal Answer: 5"))
+        forked = fork(plan, parent, 3, StepEdit("observation", "0"))  # item 2
+        assert len(server.requests) == 3  # only step 4: the plan came from the recording
+        assert "Action: loans[Il Gattopardo]\nObservation: 0" in server.requests[-1].body["messages"][-1]["content"]
+    assert group_run(forked).end.answer == "5"

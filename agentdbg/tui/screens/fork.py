@@ -171,8 +171,10 @@ class ForkScreen(ModalScreen[StepEdit | None]):
             if self.calls:
                 with RadioSet(id="fork-call"):
                     for number, call in enumerate(self.record.calls, 1):
-                        yield RadioButton(one_line(f"{number}: {call.call or call.tool}", 40),
-                                          value=number == 1, id=f"fork-call-{number}")
+                        button = RadioButton(one_line(f"call {number}: {call.tool}", 28),
+                                             value=number == 1, id=f"fork-call-{number}")
+                        button.tooltip = one_line(call.call or call.tool, 300)
+                        yield button
             yield TextArea(self.texts[self.part], id="fork-text", soft_wrap=True, show_line_numbers=False)
             yield Static("", id="fork-check")
 

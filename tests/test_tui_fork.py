@@ -150,6 +150,16 @@ def test_the_fork_dialog_at_80x24(snap_compare):
     assert snap_compare(live(), terminal_size=(80, 24), run_before=run_before)
 
 
+def test_the_fork_dialog_at_a_turn_of_several_calls_at_80x24(snap_compare):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await press(pilot, "n", "n", "n", "E")
+        pilot.app.screen.query_one(TextArea).cursor_blink = False
+        await settle(pilot)
+
+    assert snap_compare(live("kv_parallel.toml"), terminal_size=(80, 24), run_before=run_before)
+
+
 async def test_hostile_text_opens_in_the_dialog_as_plain_text(tmp_path: Path):
     out = tmp_path / "fork.jsonl"
     hostile = "\x1b[2J[bold red]boom[/] \u202eevil\x07"

@@ -105,9 +105,11 @@ def check_editable(record: StepRecord, part: str, call: int = 0) -> None:
         raise ForkError(f"step {step} wrote a plan: it has no observation; edit the plan (the action) or the thought")
     if call and part != "observation":
         raise ForkError("a call is chosen only to edit its observation")
-    if call and call > max(len(record.calls), 1):
-        raise ForkError(f"step {step} made {max(len(record.calls), 1) if record.tool else 'no'} "
-                        f"call{'s' if len(record.calls) > 1 else ''}: there is no call {call}")
+    if call and len(record.calls) < 2:
+        raise ForkError(f"step {step} made {'one call' if record.tool else 'no call'}: "
+                        "a call is chosen only at a step of several")
+    if call and call > len(record.calls):
+        raise ForkError(f"step {step} made {len(record.calls)} calls: there is no call {call}")
     finished = record.tool is None and record.parse_error is None  # a final answer, or a plan's finish
     if finished and record.answer is None and record.error_kind in ("policy", "memory", "tokens"):
         raise ForkError(f"step {step} has no output to edit: the {record.error_kind} failed there ({record.error})")

@@ -450,6 +450,8 @@ def test_an_edited_observation_of_one_of_several_calls_runs_the_others():
     assert group_run(forked).info.fork["call"] == 2
     with pytest.raises(ForkError, match="there is no call 3"):
         fork(plan, parent, 1, StepEdit("observation", "x", call=3))
+    with pytest.raises(ForkError, match="made one call: a call is chosen only at a step of several"):
+        fork(*planned("kv_tax_planned"), 2, StepEdit("observation", "x", call=1))
 
 
 def test_edited_calls_of_a_parallel_turn_run_instead():

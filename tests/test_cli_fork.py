@@ -206,10 +206,14 @@ def test_append_needs_a_trace_and_o_may_not_name_the_input(tmp_path, capsys):
 
 
 def test_fork_takes_a_new_plan_and_one_call_s_observation_of_several(tmp_path, capsys):
+    written = []
+    for out in (tmp_path / "plan.jsonl", tmp_path / "plan-again.jsonl"):
+        code, _, err = run_cli(capsys, "fork", PLANS / "kv_tax_planned.toml", "--step", 1, "--action",
+                               'kv_set {"key": "base", "value": "120"}\nkv_get {"key": "base"}', "-o", out, "-q")
+        assert code == 0, err
+        written.append(out.read_bytes())
+    assert written[0] == written[1]
     out = tmp_path / "plan.jsonl"
-    code, _, err = run_cli(capsys, "fork", PLANS / "kv_tax_planned.toml", "--step", 1, "--action",
-                           'kv_set {"key": "base", "value": "120"}\nkv_get {"key": "base"}', "-o", out, "-q")
-    assert code == 0, err
     with open_trace(out, background=False) as trace:
         assert trace.runs[1].record(1).plan.items == ["kv_set({'key': 'base', 'value': '120'})",
                                                       "kv_get({'key': 'base'})"]

@@ -68,10 +68,11 @@ def build_app(args: argparse.Namespace):
         return refuse(f"{args.file}: no runs in it{why}")
     if step is not None:
         from agentdbg.cli.render import wait_for_step
+        from agentdbg.model.runs import Advancing
 
         run = document.runs[run_number - 1]
         wait_for_step(run, step)  # a step far into a large file may not be indexed yet
-        if run.complete and not callable(getattr(run, "advance", None)) and step > run.step_count:
+        if run.complete and not isinstance(run, Advancing) and step > run.step_count:
             document.close()
             which = f"run {run_number}" if count > 1 else "the run"
             return refuse(f"--step {step}: {which} of {args.file} has {plural(run.step_count, 'step')}")

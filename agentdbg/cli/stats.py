@@ -25,6 +25,7 @@ from rich.text import Text
 from agentdbg.cli import many, render
 from agentdbg.engine import events as ev
 from agentdbg.engine.verdicts import Verdict
+from agentdbg.model.runs import last_tally
 from agentdbg.model.state import RunState, Tally
 from agentdbg.text import one_line
 
@@ -73,8 +74,7 @@ def final_tally(run: Any, full: bool = False) -> Tally:
     checkpoint, or folds them fast from the bytes of the steps after it; ``full`` decodes
     and folds every step instead (the same figures, every damaged line reported)."""
     if not full:
-        fast = getattr(run, "tally", None)
-        return fast() if callable(fast) else Tally.from_state(run.state_at(run.step_count))
+        return last_tally(run)
     tally = Tally.from_state(RunState.initial(run.info))
     for record in render.iter_records(run):
         tally.add(record)

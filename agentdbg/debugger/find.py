@@ -17,6 +17,7 @@ from typing import Any
 from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.filters import Filter, parse_filter, transcript_text
+from agentdbg.model.runs import RawSteps
 
 FILTER_PREFIXES = ("~", "!")
 CANCEL_EVERY = 256
@@ -55,9 +56,9 @@ class Query:
         pattern = self.pattern
         if pattern is None:
             return lambda step: False
-        step_bytes: Callable[[int], bytes | None] | None = getattr(run, "step_bytes", None)
+        step_bytes = run.step_bytes if isinstance(run, RawSteps) else None
         may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                       if callable(step_bytes) else None)
+                       if step_bytes is not None else None)
 
         def test(step: int) -> bool:
             if may_contain is not None and step_bytes is not None:

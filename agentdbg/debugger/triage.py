@@ -18,6 +18,7 @@ from typing import Any
 from agentdbg.debugger.filters import parse_filter
 from agentdbg.debugger.run_filter import first_matching_step
 from agentdbg.engine.verdicts import Verdict
+from agentdbg.model.runs import last_tally
 from agentdbg.model.state import Tally
 
 FAILING_FILTER = "~error | ~tripped | ~wrong"
@@ -63,8 +64,7 @@ class RunSummary:
 def run_tally(run: Any) -> Tally:
     """The counters after the run's last step known now: from a trace's last checkpoint
     and a fast fold of the steps after it, or folded from the run's states."""
-    fast = getattr(run, "tally", None)
-    return fast() if callable(fast) else Tally.from_state(run.state_at(run.step_count))
+    return last_tally(run)
 
 
 def summarize(run: Any) -> RunSummary:

@@ -17,7 +17,7 @@ from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun
 from agentdbg.engine.approval import ApprovalRequest, Approver, Decision, decide
 from agentdbg.errors import Problem as Problem  # named from here too
-from agentdbg.model.state import Run, RunInfo, RunState, StepGrouper, StepRecord, group_run
+from agentdbg.model.state import Run, RunInfo, RunState, StepGrouper, StepRecord, Tally, group_run
 
 
 @runtime_checkable
@@ -93,6 +93,22 @@ class Growing(Protocol):
 
     def subscribe(self, on_progress: Callable[[], None] | None = None,
                   on_problem: Callable[[Problem], None] | None = None) -> None: ...
+
+
+@runtime_checkable
+class Tallied(Protocol):
+    """A file-backed run that knows its counters after its last step without replaying it
+    (its last checkpoint and a fast fold of the steps after it)."""
+
+    def tally(self) -> Tally: ...
+
+
+def last_tally(run: Any) -> Tally:
+    """The counters after the run's last step known now: fast where the run can tell them,
+    else folded from its state there."""
+    if isinstance(run, Tallied):
+        return run.tally()
+    return Tally.from_state(run.state_at(run.step_count))
 
 
 @runtime_checkable

@@ -110,6 +110,14 @@ def test_a_clean_folder_passes(tmp_path, capsys):
     assert out == "ok: no error or wrong in 3 runs (6 steps) in 2 files\n"
 
 
+def test_a_folder_of_nothing_readable_is_not_reported_as_passing(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("not a run\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "check", str(tmp_path), "--fail-on", "error")
+    assert code == 2
+    assert out.startswith("nothing checked: ") and "1 file skipped" in out
+    assert "no file agentdbg can read" in err
+
+
 def test_a_link_loop_is_walked_once(runs_dir, capsys):
     code, out, _ = run_cli(capsys, "stats", str(runs_dir / "b"))  # b/loop leads back to runs/, and to b
     assert code == 0

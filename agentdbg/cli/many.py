@@ -318,7 +318,12 @@ def _print_check_summary(summary: dict, conditions: str) -> None:
                     f"{summary['failing_files']:,} of {render.plural(summary['files'], 'file')} ({spread}); "
                     f"{scope} checked{extra}")
     else:  # nothing failed in what was read; what could not be read is not a pass
-        line = Text("incomplete", style="bold red") if summary["unreadable"] else Text("ok", style="bold green")
+        if summary["unreadable"]:
+            line = Text("incomplete", style="bold red")
+        elif not summary["files"]:  # every file skipped: nothing passed
+            line = Text("nothing checked", style="bold yellow")
+        else:
+            line = Text("ok", style="bold green")
         line.append(f": no {conditions} in {scope}{extra}")
     render.emit(console, line.append("\n"))
     sys.stdout.flush()

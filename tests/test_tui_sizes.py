@@ -6,7 +6,8 @@ columns; dialogs never wider than the screen). Regenerate with ``pytest
 from __future__ import annotations
 
 import pytest
-from test_tui_support import event_document, press, recorded_document, settle, type_text
+from test_tui_support import event_document, recorded_document
+from test_tui_support import keys as support_keys
 
 from agentdbg.tui.app import DebuggerApp
 
@@ -19,17 +20,7 @@ def recorded() -> DebuggerApp:
 
 
 def keys(*pressed: str):
-    async def run_before(pilot) -> None:
-        await settle(pilot)
-        for key in pressed:
-            if key.startswith("type:"):
-                await type_text(pilot, key[5:])
-            else:
-                await press(pilot, key)
-        await settle(pilot)
-        steady_cursors(pilot.app)
-
-    return run_before
+    return support_keys(*pressed, then=steady_cursors)
 
 
 def steady_cursors(app) -> None:

@@ -4,7 +4,7 @@ no paths). Regenerate with ``pytest --snapshot-update`` and look at the pictures
 from __future__ import annotations
 
 from live_support import SlowWriter, until
-from test_tui_support import PLANS, SIZE, demo_app, press, settle, type_text
+from test_tui_support import PLANS, SIZE, demo_app, keys, press
 
 from agentdbg.documents import open_document
 from agentdbg.tui.app import DebuggerApp
@@ -12,19 +12,6 @@ from agentdbg.tui.app import DebuggerApp
 
 def live(name: str) -> DebuggerApp:
     return DebuggerApp(open_document(PLANS / name), save_breakpoints=False)
-
-
-def keys(*pressed: str):
-    async def run_before(pilot) -> None:
-        await settle(pilot)
-        for key in pressed:
-            if key.startswith("type:"):
-                await type_text(pilot, key[5:])
-            else:
-                await press(pilot, key)
-        await settle(pilot)
-
-    return run_before
 
 
 def test_demo_stopped_at_the_unknown_tool(snap_compare):

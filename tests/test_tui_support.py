@@ -34,6 +34,23 @@ async def type_text(pilot, text: str) -> None:
         await pilot.press(ch)
 
 
+def keys(*pressed: str, then=None):
+    """A snapshot's ``run_before``: settle, press each key (``"type:TEXT"`` types TEXT), settle,
+    then ``then(app)`` (e.g. to steady a blinking cursor)."""
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in pressed:
+            if key.startswith("type:"):
+                await type_text(pilot, key[5:])
+            else:
+                await press(pilot, key)
+        await settle(pilot)
+        if then is not None:
+            then(pilot.app)
+
+    return run_before
+
+
 def plan_copy(tmp_path: Path, name: str) -> Path:
     """A sample plan copied to tmp (breakpoint files are saved beside what is opened)."""
     target = tmp_path / name

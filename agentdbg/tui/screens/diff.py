@@ -8,7 +8,6 @@ cost. In a narrow terminal one side is shown at a time (``s`` shows the other).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -16,6 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.cache import LRUCache
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Region, Size
 from textual.screen import ModalScreen
@@ -77,7 +77,7 @@ class AlignedTimeline(ScrollView, can_focus=True):
         self.result = result
         self.side = side
         self.cursor = cursor
-        self._labels: OrderedDict[int, str] = OrderedDict()
+        self._labels: LRUCache[int, str] = LRUCache(ROW_CACHE)  # row -> its label
         self._styles: dict[str, Style] = {}
         alignment = result.alignment
         self._digits = max(len(str(alignment.steps_a)), len(str(alignment.steps_b)), 2)
@@ -117,9 +117,7 @@ class AlignedTimeline(ScrollView, can_focus=True):
                 cached = step_label(run.record(step))
             except (IndexError, ValueError, OSError):
                 cached = "…"
-            self._labels[row.index] = cached
-            if len(self._labels) > ROW_CACHE:
-                self._labels.popitem(last=False)
+            self._labels.set(row.index, cached)
         return cached
 
     def row_text(self, index: int) -> str:

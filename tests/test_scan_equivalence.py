@@ -490,6 +490,37 @@ def test_a_scan_goes_on_in_this_process_when_a_worker_dies(tmp_path: Path, monke
     assert [_blocks_found(path, strict) for strict in (False, True)] == alone
 
 
+def test_a_worker_that_fails_leaves_its_work_to_this_process(tmp_path: Path, monkeypatch) -> None:
+    """A piece of work that raises in a worker (its own bug, memory) is done here, with
+    the same answers; the index too."""
+    from concurrent.futures import Future
+
+    class Failing:
+        def submit(self, work, *args):
+            future: Future = Future()
+            future.set_exception(MemoryError("a worker ran out of memory"))
+            return future
+
+    path = _huge_and_damaged(tmp_path)
+    alone = [_blocks_found(path, strict) for strict in (False, True)] + [_index_found(path)]
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 64)
+    monkeypatch.setattr(workers, "pool", Failing)
+    assert [_blocks_found(path, strict) for strict in (False, True)] + [_index_found(path)] == alone
+
+
+def test_workers_leave_ctrl_c_to_the_command(monkeypatch) -> None:
+    """Ctrl-C reaches every process of the terminal's group: the workers ignore it, so the
+    command stops alone (exit 130) and no worker prints a traceback."""
+    import signal
+
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    pool = workers.pool()
+    if pool is None:
+        pytest.skip("no worker processes on this machine (one core, or no fork)")
+    assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
+
+
 def test_the_workers_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
     """AGENTDBG_SCAN_WORKERS=0 (a shared machine): big scans stay in the calling process."""
     monkeypatch.setattr(workers, "_workers", False)

@@ -248,7 +248,12 @@ class TraceIndex:
                 if not pending:
                     return
                 start, future = pending.popleft()
-                found = future.result()
+                try:
+                    found = future.result()
+                except BrokenProcessPool:
+                    raise
+                except Exception:  # (a worker's own failure: the ordinary scan goes on from here)
+                    return
                 if found is None or start != self.position:
                     return
                 steps, others, position = found

@@ -459,7 +459,12 @@ def _submit(pool: Any, block: Block, file_at: workers.FileAt | None) -> Future[A
 def _settled(block: Block, future: Future[Any] | None) -> Block:
     if future is None:
         return block
-    result = future.result()
+    try:
+        result = future.result()
+    except BrokenProcessPool:
+        raise
+    except Exception:  # (a worker's own failure: classified here instead)
+        result = None
     if result is None or (result[0] is not None and result[0] != _edges(block.data)):
         classify(block)  # here: the worker could not read the file, or read other bytes
     else:

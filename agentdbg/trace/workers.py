@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import stat
 import threading
 from concurrent.futures import ProcessPoolExecutor
@@ -44,10 +45,16 @@ def pool() -> Any:
         if count < 2 or "fork" not in multiprocessing.get_all_start_methods():
             _workers = None
         else:  # fork: the patterns are compiled already, nothing to import again
-            made = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
+            made = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"), initializer=_quiet)
             made.submit(int)  # the first task forks them all, now, from this one thread
             _workers = made
     return _workers
+
+
+def _quiet() -> None:
+    """In a worker: Ctrl-C is for the command (which stops and ends its workers), not for
+    each worker to print its own traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def start(size: int) -> None:

@@ -354,12 +354,15 @@ def _unreadable(block: Block) -> set[int]:
 
 def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, int], bytes],
            strict: bool = False, reverse: bool = False, block_bytes: int | None = None,
-           fold: bool = False, file_at: workers.FileAt | None = None) -> Iterator[Block]:
+           fold: bool = False, file_at: workers.FileAt | None = None, ahead: bool = False) -> Iterator[Block]:
     """The steps ``first, first + 1, ...`` (step ``first + i`` begins at ``starts[i]``, the
-    last ends at ``end``) a block at a time, each classified; from the last block back with
-    ``reverse``. A step larger than a block is a block of its own with no data, a candidate.
-    With ``fold``, each block's ``folds`` come with its classification. ``file_at``:
-    the file ``pread`` reads, for worker processes to read blocks themselves."""
+    last ends at ``end``) a block at a time, each classified when its candidates are
+    asked for; from the last block back with ``reverse``. A step larger than a block is a
+    block of its own with no data, a candidate. With ``fold``, each block's ``folds`` come
+    with its classification. ``ahead`` (implied by ``fold``): the caller reads every
+    block's candidates, so a big forward scan has them found ahead, in worker processes
+    where there are some. ``file_at``: the file ``pread`` reads, for those processes to
+    read blocks themselves."""
     block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
     count = len(starts)
     bounds = list(starts) + [end]
@@ -371,7 +374,7 @@ def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, in
             spans.append((i, j))
             i = j
         made = (_block(bounds, i, j, first, pread, strict, block_bytes, fold) for i, j in spans)
-        if count and end - bounds[0] > workers.PARALLEL_BYTES and len(spans) > 1:
+        if (ahead or fold) and count and end - bounds[0] > workers.PARALLEL_BYTES and len(spans) > 1:
             pool = workers.pool()
             if pool is not None:
                 yield from _classified_in(pool, made, file_at)
@@ -514,7 +517,7 @@ def indexed_blocks(run: Any, first: int = 1, strict: bool = False) -> Iterator[B
         count = run.step_count
         last = count if complete else count - 1  # the newest step's end is not known yet
         if last >= first:
-            yield from run.step_blocks(first, last, strict=strict)
+            yield from run.step_blocks(first, last, strict=strict, ahead=True)
             first = last + 1
         if complete:
             return

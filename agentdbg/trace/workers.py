@@ -2,7 +2,7 @@
 
 A command that reads all of a big file (``check``, ``stats``, ``show``, ``export``) shares
 the work with a few processes forked once, while the program is still single-threaded
-(forking a threaded process, such as the debugger's screen, can deadlock the child).
+(forking a threaded process can deadlock the child). The debugger's screen makes none.
 The pool is made by ``start`` when a big trace is opened; later scans, from any thread,
 use it (no fork happens after the first). The workers read the file themselves
 (``FileAt``): only offsets and findings go through the pipes.
@@ -68,6 +68,12 @@ def lost() -> None:
     """A worker died (killed, out of memory): this scan and later ones go on without them."""
     global _workers
     _workers = None
+
+
+def none_here() -> None:
+    """This program makes no workers (the debugger's screen: it scans beside its own
+    threads, with every core left to drawing and keys)."""
+    lost()
 
 
 @dataclass(frozen=True)

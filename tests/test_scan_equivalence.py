@@ -547,3 +547,11 @@ def test_no_workers_are_forked_from_a_threaded_process(monkeypatch) -> None:
     finally:
         release.set()
         other.join()
+
+
+@given(sizes=st.lists(st.integers(0, 300), min_size=1, max_size=80), limit=st.integers(0, 200))
+def test_the_steps_too_large_are_found_without_measuring_each_step(sizes, limit) -> None:
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + size)
+    assert scan._larger_than(starts, limit) == [i for i, size in enumerate(sizes) if size > limit]

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import functools
 import re
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from operator import sub
 from typing import Any
 
 from agentdbg.model.state import StepRecord, Tally
@@ -138,7 +138,7 @@ class Block:
     first: int
     base: int
     data: bytes
-    starts: list[int]
+    starts: Sequence[int]
     strict: bool = False
     fold: bool = False  # fold the steps into counters with the classification (``folds``)
     _candidates: list[int] | None = None
@@ -290,13 +290,13 @@ def _literal_search(needle: bytes, folded: bool) -> Search | None:
     return search
 
 
-def _first_in(starts: list[int], cursor: int, stop: int, base: int) -> tuple[int, int]:
+def _first_in(starts: Sequence[int], cursor: int, stop: int, base: int) -> tuple[int, int]:
     """Index of the step whose bytes hold ``cursor`` (block offsets), and where the next begins."""
     i = bisect_right(starts, cursor + base) - 1
     return i, starts[i + 1] - base if i + 1 < len(starts) else stop
 
 
-def _failures(starts: list[int], base: int, stop: int, prefix_end: Callable[[int], int]) -> list[int]:
+def _failures(starts: Sequence[int], base: int, stop: int, prefix_end: Callable[[int], int]) -> list[int]:
     """Indexes of the steps where a prefix test fails, resuming at the next step each time."""
     failed = []
     cursor = 0
@@ -309,7 +309,7 @@ def _failures(starts: list[int], base: int, stop: int, prefix_end: Callable[[int
     return failed
 
 
-def _utf8_failures(data: bytes, starts: list[int], base: int) -> list[int]:
+def _utf8_failures(data: bytes, starts: Sequence[int], base: int) -> list[int]:
     if data.isascii():
         return []
     failed = []
@@ -339,14 +339,25 @@ def classify(block: Block) -> None:
     block._candidates = sorted(found)
 
 
+def _larger_than(starts: Sequence[int], size: int) -> list[int]:
+    """Indexes of the steps of more than ``size`` bytes (step i is ``starts[i]`` to
+    ``starts[i + 1]``): a jump to the furthest start within ``size`` at a time, so a few
+    MiB of small steps cost a few dozen bisections, not one subtraction per step."""
+    found = []
+    i, last = 0, len(starts) - 1
+    while i < last:
+        j = bisect_right(starts, starts[i] + size, i + 1, last + 1) - 1
+        if j == i:  # (every step from i to j is within size: none of them is larger)
+            found.append(i)
+            j += 1
+        i = j
+    return found
+
+
 def _unreadable(block: Block) -> set[int]:
     """Steps to decode the ordinary way whatever their bytes: too large to be taken whole
     (the reader's limits apply), or a last line without its newline."""
-    starts = block.starts
-    sizes = list(map(sub, starts[1:], starts[:-1]))
-    found = set()
-    if max(sizes, default=0) > FAST_STEP_BYTES:
-        found = {block.first + i for i, size in enumerate(sizes) if size > FAST_STEP_BYTES}
+    found = {block.first + i for i in _larger_than(block.starts, FAST_STEP_BYTES)}
     if block.data and not block.data.endswith(b"\n"):
         found.add(block.last)
     return found
@@ -365,7 +376,8 @@ def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, in
     read blocks themselves."""
     block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
     count = len(starts)
-    bounds = list(starts) + [end]
+    bounds = array("q", starts)  # (offsets as machine integers: a million cost a copy, not a million objects)
+    bounds.append(end)
     if not reverse:
         spans = []
         i = 0
@@ -392,7 +404,7 @@ Findings = tuple[list[int], set[int], list[tally.Part | int] | None]
 _EDGE = 64  # bytes from each end of a block a worker read itself, compared with the caller's
 
 
-def _classify_there(at: workers.FileAt, first: int, base: int, size: int, starts: list[int], strict: bool,
+def _classify_there(at: workers.FileAt, first: int, base: int, size: int, starts: Sequence[int], strict: bool,
                     fold: bool) -> tuple[bytes, Findings] | None:
     """``classify`` in a worker process, reading the block itself: its findings (and the
     steps folded, with ``fold``), after the edges of what it read, for the caller
@@ -475,7 +487,7 @@ def _settled(block: Block, future: Future[Any] | None) -> Block:
     return block
 
 
-def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, int], bytes], strict: bool,
+def _block(bounds: Sequence[int], i: int, j: int, first: int, pread: Callable[[int, int], bytes], strict: bool,
            block_bytes: int, fold: bool = False) -> Block:
     base, stop = bounds[i], bounds[j]
     steps = bounds[i:j + 1]

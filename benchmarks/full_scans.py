@@ -1,6 +1,8 @@
 """Full scans of a million-step trace, each beside its baselines measured in the same run.
 
-  index          open_trace and its whole index (the floor every scan stands on)
+  index          open_trace and its whole index (the floor every scan stands on), in a
+                 fresh process with the worker processes and with none; the one-process
+                 index is the baseline the ratios are taken against
   check          ``check --fail-on error,repeat,budget``'s scan (``agentdbg.trace.scan``:
                  byte-level proof of the plain steps, only the others classified or decoded);
                  and the whole command in a fresh process (with its worker processes, and
@@ -18,7 +20,8 @@
                  no headless search, check or stats to compare)
 
 Each figure is wall seconds (CPU seconds in brackets) on the machine as it is: on a shared
-machine compare the ratios, which are measured in the same run.
+machine compare the ratios, which are measured in the same run. Fresh-process figures are
+the fastest of three runs (the slowest is shown beside it).
 
     python benchmarks/full_scans.py [--steps N] [--naive-steps N] [--toolong PYTHON]
 
@@ -46,8 +49,8 @@ from agentdbg.debugger.breakpoints import BreakpointSet  # noqa: E402
 from agentdbg.debugger.session import DebugSession  # noqa: E402
 from agentdbg.engine import events as ev  # noqa: E402
 from agentdbg.state import RunState, Tally  # noqa: E402
-from agentdbg.trace import scan  # noqa: E402
 from agentdbg.trace.reader import open_trace  # noqa: E402
+from agentdbg.trace.workers import WORKERS_VARIABLE  # noqa: E402
 from agentdbg.trace.writer import write_trace  # noqa: E402
 
 SHARED_TOOLONG = HERE.parent.parent / "shared" / "bench" / "toolong_open.py"
@@ -108,17 +111,39 @@ def rg(args: list[str]) -> tuple[float, float] | None:
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
-def whole_command(argv: list[str], workers: int | None = None) -> tuple[float, float]:
-    """Wall and CPU seconds (its worker processes' included) of ``agentdbg ARGV`` started
-    afresh; ``workers``: the scan's worker processes (default: as a user gets them)."""
+RUNS = 3  # fresh-process figures: the fastest and slowest of this many runs
+
+
+def fresh(argv: list[str], workers: int | None = None) -> tuple[float, float, float]:
+    """Fastest and slowest wall seconds, and the fastest run's CPU seconds (its worker
+    processes' included), of ``python ARGV`` started afresh ``RUNS`` times; ``workers``:
+    the worker processes (default: as a user gets them; 0: none)."""
     env = dict(os.environ)
     if workers is not None:
-        env[scan.WORKERS_VARIABLE] = str(workers)
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "agentdbg", *argv], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env=env)
-    _, _, usage = os.wait4(process.pid, 0)
-    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+        env[WORKERS_VARIABLE] = str(workers)
+    runs = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        process = subprocess.Popen([sys.executable, *argv], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env=env)
+        _, _, usage = os.wait4(process.pid, 0)
+        runs.append((time.perf_counter() - started, usage.ru_utime + usage.ru_stime))
+    return min(runs)[0], max(runs)[0], min(runs)[1]
+
+
+def fresh_row(name: str, argv: list[str], workers: int | None = None, against: float | None = None) -> float:
+    fastest, slowest, cpu = fresh(argv, workers)
+    note = f"slowest {slowest:.2f} s" + (f"; {fastest / against:4.1f}x the one-process index" if against else "")
+    row(name, fastest, cpu, note)
+    return fastest
+
+
+def command(*argv: str) -> list[str]:
+    return ["-m", "agentdbg", *argv]
+
+
+def index_only(path: Path) -> list[str]:
+    return ["-c", f"from agentdbg.trace.reader import open_trace; open_trace({str(path)!r}).wait()"]
 
 
 def continue_from(run, breakpoints: BreakpointSet, step_by_step: bool = False) -> str:
@@ -144,23 +169,22 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"{steps:,} steps, {size:.0f} MB ({path.name}); load average {load:.1f} on {os.cpu_count()} CPUs")
 
-    print("index")
+    print(f"index (fresh processes: fastest of {RUNS}, CPU of the workers included)")
+    index_alone = fresh_row("baseline: open_trace + whole index, one process", index_only(path), workers=0)
+    fresh_row("open_trace + whole index, with the workers", index_only(path), against=index_alone)
     index_wall, index_cpu, document = timed(lambda: opened(path))
-    row("open_trace + whole index", index_wall, index_cpu)
+    row("in this process (the scans below start here)", index_wall, index_cpu)
 
     print("check --fail-on error,repeat,budget")
     names = check.parse_fail_on(check.DEFAULT_FAIL_ON)
     options = argparse.Namespace(max_report=10, run=None, max_runs=20_000)
     wall, cpu, result = timed(lambda: check._check(document, names, options))
     counts = result["runs"][0]["counts"]
-    row("scan (after the index)", wall, cpu, f"{wall / index_wall:4.1f}x the index ({cpu / index_cpu:.1f}x in CPU)   {counts}")
+    row("scan (after the index)", wall, cpu, f"{wall / index_alone:4.1f}x the one-process index   {counts}")
     check_wall = wall
-    command = ["check", str(path), "--fail-on", ",".join(names)]
-    command_wall, command_cpu = whole_command(command)
-    row("whole command, fresh process", command_wall, command_cpu)
-    alone_wall, alone_cpu = whole_command(command, workers=0)
-    row("baseline: whole command, one process", alone_wall, alone_cpu,
-        f"workers: {alone_wall / command_wall:4.2f}x faster")
+    argv = command("check", str(path), "--fail-on", ",".join(names))
+    fresh_row("whole command, fresh process", argv, against=index_alone)
+    fresh_row("baseline: whole command, one process", argv, workers=0, against=index_alone)
     run = document.runs[0]
     sample = min(args.naive_steps, run.step_count)
     tests = [check.CONDITIONS[name].step for name in names]
@@ -180,13 +204,11 @@ def main() -> int:
     bare_document = opened(bare)
     bare_run = bare_document.runs[0]
     wall, cpu, figures = timed(lambda: run_stats(1, bare_run))
-    row("fast fold (after the index)", wall, cpu, f"{wall / index_wall:4.1f}x the index ({cpu / index_cpu:.1f}x in CPU)   errors {figures['errors']:,}")
+    row("fast fold (after the index)", wall, cpu, f"{wall / index_alone:4.1f}x the one-process index   errors {figures['errors']:,}")
     stats_wall = wall
-    for name, target in (("whole command, fresh process", bare), ("whole command, with checkpoints", path)):
-        command_wall, command_cpu = whole_command(["stats", str(target)])
-        row(name, command_wall, command_cpu)
-    alone_wall, alone_cpu = whole_command(["stats", str(bare)], workers=0)
-    row("baseline: whole command, one process", alone_wall, alone_cpu)
+    fresh_row("whole command, fresh process", command("stats", str(bare)), against=index_alone)
+    fresh_row("baseline: whole command, one process", command("stats", str(bare)), workers=0, against=index_alone)
+    fresh_row("whole command, with checkpoints", command("stats", str(path)), against=index_alone)
 
     def fold_sample():
         tally = Tally.from_state(RunState.initial(bare_run.info))

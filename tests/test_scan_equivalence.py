@@ -206,8 +206,8 @@ def test_continue_stops_where_stepping_through_every_step_stops(tmp_path: Path, 
 def _found(path: Path, text: str, blocks: bool, monkeypatch) -> list:
     with monkeypatch.context() as patch:
         if not blocks:  # every step decoded
-            patch.setattr(quick, "word_block_test", lambda *a: None)
-            patch.setattr(quick, "may_contain_word", lambda *a: None)
+            patch.setattr(quick, "regex_block_test", lambda *a: None)
+            patch.setattr(quick, "regex_bytes_test", lambda *a: None)
         with open_trace(path) as document:
             document.wait(HANG)
             session = DebugSession(document.runs[0])
@@ -293,13 +293,13 @@ def test_a_continue_over_a_block_of_many_candidates_can_be_cancelled(tmp_path: P
     import threading
 
     monkeypatch.setattr(scan, "BLOCK_BYTES", 4 * 1024 * 1024)  # the whole run in one block
-    steps = [([ev.Thought(step=0, text="a thought"), ev.Observation(step=0, text="aaa")], b"")] * 2_000
+    steps = [([ev.Thought(step=0, text="a thought"), ev.Observation(step=0, text='a "aa"')], b"")] * 2_000
     path = _trace(tmp_path, steps, False, 10**9)
     with open_trace(path) as document:
         document.wait(HANG)
         run = document.runs[0]
         breakpoints = BreakpointSet()
-        breakpoints.add("filter", "~obs (a+)+b")  # every step holds "a": all are decoded
+        breakpoints.add("filter", "~obs (a+)+b")  # every step's text is escaped: all are decoded
         session = DebugSession(run, breakpoints)
         cancel = threading.Event()
         decoded: list[int] = []

@@ -11,16 +11,25 @@ event per line) and treat anything else as "may match".
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentdbg.debugger import prefilter
 from agentdbg.engine import events as ev
 from agentdbg.model import state
+from agentdbg.trace import scan
 from agentdbg.trace.format import line_prefix
+
+try:
+    import re2 as _re2
+except ImportError:  # pragma: no cover - a platform without its wheels: no relaxed regex
+    _re2 = None
 
 # Events that never stop a continue by themselves; observations and guard counters are
 # looked into (an error observation, a repeat counter of 2 or more).
@@ -144,22 +153,102 @@ def _collect_words(items: list[Any], words: list[str]) -> None:
         words.append("".join(run))
 
 
-def word_block_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> BlockTest | None:
-    """For a regex holding a word (``required_words``): the steps of a block whose text may
-    match it. A step's transcript is its lines' texts, so the word is in its bytes, except
-    in a step whose bytes cannot show that (``Block.unusual``: a ``\\u`` escape, non-ASCII
-    text, an event whose text is made up when shown); those may match. None for a regex
-    without such a word (every step is decoded)."""
-    words = required_words(pattern)
+@dataclass(frozen=True)
+class _Prefilter:
+    """How to rule out steps for one regex: ``searches`` over the raw bytes, and which
+    steps they cannot speak for. ``words``: searches for a literal set's words, trusted in
+    a step without a ``\\u`` escape (with ``invalid_too``, also of the searchable grammar;
+    with ``fold``, ASCII: ``Block.unusual``). Else one relaxed regex, trusted in a step
+    whose texts are its strings as written (``Block.not_verbatim``; with ``grammar``, also
+    every text it shows one of its strings)."""
+
+    searches: tuple[Any, ...]  # any of them finding something: the step may match
+    words: bool
+    fold: bool = False
+    invalid_too: bool = False
+    grammar: bool = False
+
+    def block(self, block: Any) -> set[int]:
+        found: set[int] = set().union(*(block.steps_matching(search) for search in self.searches))
+        cannot_tell: set[int] = (block.unusual(self.invalid_too, self.fold) if self.words
+                                 else block.not_verbatim(self.grammar))
+        return found | cannot_tell
+
+    def step(self, data: bytes) -> bool:
+        if any(search(data, 0, len(data)) is not None for search in self.searches):
+            return True
+        if self.words:
+            return (not data.isascii() or b"\\u" in data or b"\x7f" in data
+                    or (self.invalid_too and not scan.is_verbatim(data)))
+        return not scan.is_verbatim(data, self.grammar)
+
+
+FEW_WORDS = 4  # a literal set of at most this many words is searched one word at a time
+
+
+@functools.lru_cache(maxsize=128)
+def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter | None:
+    """The best way to rule out steps for ``pattern`` (None: none, decode every step): a
+    useful literal set (``prefilter.literal_set``), else the relaxed regex (RE2 only), else
+    a weak literal set."""
+    parsed = prefilter.parse(pattern)
+    if parsed is None:
+        return None
+    fold = not case_sensitive or prefilter.folds_case(parsed)
+    words = prefilter.literal_set(pattern, fold)
+    relaxed = prefilter.relaxed(pattern, fold) if _re2 is not None and not prefilter.useful(words) else None
+    if relaxed is not None:
+        search = _compile_bytes(relaxed.pattern, relaxed.fold)
+        if search is not None:
+            return _Prefilter((search,), words=False, grammar=made_up)
     if not words:
         return None
-    text = max(words, key=len)
-    word = text.encode("ascii")
-    fold = not case_sensitive or "(?" in pattern  # (?i) inside: look case-blind
-    if fold:
-        word = word.lower()
-    invalid_too = made_up and not word_is_plain(text)
-    return lambda block: block.steps_holding(word, lowered=fold) | block.unusual(invalid_too, fold)
+    # A few words: one search each (RE2 skips to each one's first byte, several times
+    # faster than an alternation, which reads every byte).
+    spelled = [re.escape(word.encode("ascii")) for word in sorted(words, key=len, reverse=True)]
+    groups = [[word] for word in spelled] if len(spelled) <= FEW_WORDS else [spelled]
+    searches = tuple(_compile_bytes(b"|".join(group), fold) for group in groups)
+    if any(search is None for search in searches):
+        return None
+    invalid_too = made_up and not all(word_is_plain(word) for word in words)
+    return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too)
+
+
+def _compile_bytes(pattern: bytes, fold: bool) -> Any:
+    """A search(data, pos, endpos) over raw bytes: RE2 (LATIN1); Python's engine for a plain
+    alternation of words when RE2 is missing (nothing to backtrack into)."""
+    if _re2 is None:
+        if any(ch in pattern for ch in b"*+?{["):
+            return None
+        return re.compile(pattern, re.IGNORECASE if fold else 0).search
+    options = _re2.Options()
+    options.encoding = _re2.Options.Encoding.LATIN1
+    options.case_sensitive = not fold
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    try:
+        return _re2.compile(pattern, options).search
+    except _re2.error:  # too large for RE2: no prefilter
+        return None
+
+
+def regex_block_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> BlockTest | None:
+    """For a regex over a step's transcript (``made_up``: or a field that may show what the
+    step's lines do not hold, see ``filters._Regex``; else a field copied from one event):
+    the steps of a block whose bytes may match it. Never leaves out a step that matches:
+    a step its bytes cannot speak for is always in. None when the regex gives nothing to
+    look for (every step is decoded)."""
+    found = _prefilter(pattern, bool(case_sensitive), made_up)
+    return None if found is None else found.block
+
+
+def regex_bytes_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> Callable[[bytes], bool] | None:
+    """``regex_block_test`` for one step's bytes: False only when the step cannot match."""
+    found = _prefilter(pattern, bool(case_sensitive), made_up)
+    return None if found is None else found.step
+
+
+word_block_test = regex_block_test  # (its former name: a required word was all it looked for)
 
 
 _NUMBER_WORD = re.compile(r"[0-9eE]*|inf|nan|infinity", re.IGNORECASE)

@@ -305,13 +305,13 @@ class DebugSession:
             return None
         # Over a trace file, a plain word is looked for in the raw lines first.
         step_bytes = self.run.step_bytes if isinstance(self.run, RawSteps) else None
-        may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
+        may_contain = (quick.regex_bytes_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
                        if step_bytes is not None else None)
         count = self.run.step_count
         if count == 0:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
-        may_match = (quick.word_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
+        may_match = (quick.regex_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
                      if isinstance(self.run, StepBlocks) else None)
         if may_match is not None:
             return self._search_blocks(pattern, may_match, forward, origin, count, wrap, cancel, progress)
@@ -341,7 +341,7 @@ class DebugSession:
                        count: int, wrap: bool, cancel: threading.Event | None,
                        progress: Callable[[int], None] | None) -> int | None:
         """``search`` over a trace file a block of steps at a time: only the steps whose
-        bytes may hold the pattern's word are decoded (``quick.word_block_test``)."""
+        bytes may match the pattern are decoded (``quick.regex_block_test``)."""
         if forward:
             spans = [(origin + 1, count)] + ([(1, min(origin, count))] if wrap else [])
         else:

@@ -228,6 +228,8 @@ def _note(text: str) -> None:
 def _kept(run, test) -> set[int]:
     kept: set[int] = set()
     for block in run.step_blocks(1, run.step_count):
+        if block.first % 2:
+            scan.classify(block)  # as a forward scan's worker processes leave it
         kept |= test(block)
     return kept
 
@@ -285,7 +287,7 @@ def test_no_step_that_matches_is_left_out(tmp_path: Path, steps, pattern: str, e
 NAMED = [
     "a|b", "qx|zq", "[0-9]{2}", "\\d-\\d", "colou?r|hue", "[XQ]{3}", "(?i)x(z|q)|zq", "x.y", "a\\s*b", "\\bzq\\b",
     "z\\nq", "a\\nb", "^a", "^[ab]", "b$", "\\bb.", '"', 'a"', '"b', "a\\\\", "\\\\b", "\\tb", "a\\sb", "a.b", "[^a]b", "\\Wb",
-    "(?s)a.b", "a\\S", "[zZ]a", "\\d|_", "(?i)k", "K"]
+    "(?s)a.b", "a\\S", "[zZ]a", "\\d|_", "(?i)k", "K", "c\\[", "\\[a", "b\\]", "\\W\\w"]
 
 
 @pytest.mark.parametrize("pattern", NAMED)
@@ -333,6 +335,25 @@ def test_a_match_through_what_the_bytes_write_otherwise_is_found(tmp_path: Path,
     with open_trace(path) as document:
         document.wait(HANG)
         assert DebugSession(document.runs[0]).search(pattern, from_step=0) == 3
+
+
+@pytest.mark.parametrize("classified", [False, True])
+def test_a_call_shown_from_its_tool_and_arguments_is_looked_at(tmp_path: Path, classified: bool) -> None:
+    steps = [([ev.Thought(step=0, text="plain"), ev.ActionTaken(step=0, tool="calc", args="1", call="calc[1]"),
+               ev.Observation(step=0, text="2")], b"")] * 5
+    steps[2] = ([ev.ActionTaken(step=0, tool="calc", args="2"), ev.Observation(step=0, text="2")], b"")
+    path = _trace(tmp_path / "run.jsonl", steps)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        run = document.runs[0]
+        kept, kept_in_field = set(), set()
+        for block in run.step_blocks(1, run.step_count):
+            if classified:  # a plain step: the classification leaves it out, the action does not
+                scan.classify(block)
+                assert 3 not in block.candidates
+            kept |= quick.regex_block_test("c\\[2", True)(block)
+            kept_in_field |= quick.regex_block_test("c\\[2", True, made_up=False)(block)
+        assert 3 in kept and 3 not in kept_in_field
 
 
 def test_a_search_for_a_regex_without_a_word_decodes_only_what_may_match(tmp_path: Path, monkeypatch) -> None:

@@ -104,6 +104,11 @@ _SEARCHABLE_STEPS = (rb'(?:\{"type":"step","step":' + _INT + rb'\}\n(?:\{"type":
 _NONEMPTY_STR = rb'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))' + _STR[1:]
 _VERBATIM_STEPS = _SEARCHABLE_STEPS.replace(_optional(b"call", _STR), b',"call":' + _NONEMPTY_STR)
 _verbatim_end: Callable[[bytes, int, int], int] | None = None  # compiled when first needed
+# In a plain step, the one line whose shown text may be made up: an action without its
+# call (shown as tool[args]) or with arguments as an object (shown as JSON).
+_MADE_UP_ACTION = (rb'\{"type":"action","step":' + _INT + rb',"tool":' + _STR + rb',"args":(?:\{|' + _STR
+                   + rb'(?:,"call":"")?' + _optional(b"id", _STR) + rb"\}\n)")
+_made_up_action_search: Search | None = None
 
 
 def _match_end(pattern: re.Pattern[bytes], data: bytes, start: int, stop: int) -> int:
@@ -238,7 +243,7 @@ class Block:
         cached = self._not_verbatim.get(grammar)
         if cached is not None:
             return cached
-        data, stop = self.data, len(self.data)
+        data = self.data
         if not data:
             found = set(range(self.first, self.last + 1))
         else:
@@ -253,10 +258,26 @@ class Block:
             if grammar:
                 if _verbatim_end is None:
                     _verbatim_end = _compile_prefix(_VERBATIM_STEPS)
-                verbatim_end = _verbatim_end
-                found |= {self.first + i for i in _failures(self.starts, self.base, stop,
-                                                            lambda at: verbatim_end(data, at, stop))}
+                found |= self._not_shown_verbatim(_verbatim_end)
         self._not_verbatim[grammar] = found
+        return found
+
+    def _not_shown_verbatim(self, verbatim_end: Callable[[bytes, int, int], int]) -> set[int]:
+        """The steps ``_VERBATIM_STEPS`` does not take. Once the block is classified (in a
+        worker process, during a forward scan), only its candidates are matched against
+        it: a plain step shows every text as written but a made-up action's."""
+        data, stop = self.data, len(self.data)
+        if self._candidates is None:
+            return {self.first + i for i in _failures(self.starts, self.base, stop,
+                                                      lambda at: verbatim_end(data, at, stop))}
+        global _made_up_action_search
+        if _made_up_action_search is None:
+            _made_up_action_search = _compile_search(_MADE_UP_ACTION)
+        found = self.steps_matching(_made_up_action_search)
+        for step in self._candidates:
+            start, end = self.span(step)
+            if verbatim_end(data, start, end) < end:
+                found.add(step)
         return found
 
     def steps_matching(self, search: Search) -> set[int]:

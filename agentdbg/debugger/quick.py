@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import itertools
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,13 +207,31 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
         return None
     # A few words: one search each (RE2 skips to each one's first byte, several times
     # faster than an alternation, which reads every byte).
-    spelled = [re.escape(word.encode("ascii")) for word in sorted(words, key=len, reverse=True)]
+    spelled = [re.escape(word.encode("ascii")) for word in sorted(_fewer_words(words), key=len, reverse=True)]
     groups = [[word] for word in spelled] if len(spelled) <= FEW_WORDS else [spelled]
     searches = tuple(_compile_bytes(b"|".join(group), fold) for group in groups)
     if any(search is None for search in searches):
         return None
     invalid_too = made_up and not all(word_is_plain(word) for word in words)
     return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too)
+
+
+def _fewer_words(words: frozenset[str], shortest: int = 3) -> set[str]:
+    """The same requirement with fewer searches: a word holding another goes (the other
+    finds it), and words sharing a beginning of ``shortest`` or more letters become that
+    beginning (``color``, ``colour``: ``colo``)."""
+    kept = set(words)
+    merged = True
+    while merged and len(kept) > 1:
+        merged = False
+        for a, b in itertools.combinations(sorted(kept), 2):
+            common = os.path.commonprefix([a, b])
+            if a in b or b in a or len(common) >= shortest:
+                kept -= {a, b}
+                kept.add(a if a in b else b if b in a else common)
+                merged = True
+                break
+    return kept
 
 
 def _compile_bytes(pattern: bytes, fold: bool) -> Any:

@@ -84,6 +84,22 @@ def test_patterns_that_give_no_relaxed_regex(pattern: str) -> None:
     assert prefilter.relaxed(pattern, False) is None
 
 
+@pytest.mark.parametrize("pattern", ["\\s" * 3000, "(?:a|\\s)" * 1000, "(" * 90 + "a" + ")" * 90, "[ab]" * 2000,
+                                     "." * 5000, "a" * 9000], ids=lambda pattern: f"{pattern[:8]}...")
+def test_a_hostile_pattern_stays_cheap(pattern: str, monkeypatch) -> None:
+    # Each piece of a relaxed regex is given up on once it grows too large: the text
+    # built stays linear in the pattern, never quadratic.
+    built: list[int] = []
+    real = prefilter._bounded
+    monkeypatch.setattr(prefilter, "_bounded", lambda text: built.append(len(real(text))) or text)
+    found = prefilter.relaxed(pattern, False)
+    assert found is None or len(found.pattern) <= prefilter.MAX_RELAXED
+    assert max(built, default=0) <= prefilter.MAX_RELAXED  # each piece bounded...
+    assert len(built) <= 10 * len(pattern)  # ... and built a few times per character at most
+    words = prefilter.literal_set(pattern, True)
+    assert words is None or len(words) <= prefilter.MAX_WORDS
+
+
 def test_case_folding_is_seen_in_a_group() -> None:
     found = prefilter.relaxed("a(?i:B)c", False)
     assert found is not None and found.fold

@@ -91,7 +91,7 @@ def literal_set(pattern: str, fold: bool) -> frozenset[str] | None:
         return None
     try:
         lits = _lits_seq(list(parsed), fold)
-    except _GiveUp:
+    except (_GiveUp, RecursionError):
         return None
     if lits.exact is not None and "" not in lits.exact:
         return lits.exact
@@ -255,9 +255,9 @@ def relaxed(pattern: str, fold: bool) -> Relaxed | None:
     flags = parsed.state.flags
     try:
         piece = _seq(list(parsed), bool(flags & _DOTALL))
+        fold = fold or folds_case(parsed)
     except (_GiveUp, RecursionError):
         return None
-    fold = fold or folds_case(parsed)
     if piece.whole_empty:
         return None  # it matches everywhere
     if piece.before is not None and not piece.before_empty:
@@ -278,11 +278,19 @@ def _union(parts: list[str | None]) -> str | None:
     kept = list(dict.fromkeys(part for part in parts if part is not None))
     if not kept:
         return None
-    return kept[0] if len(kept) == 1 else "(?:" + "|".join(kept) + ")"
+    return _bounded(kept[0] if len(kept) == 1 else "(?:" + "|".join(kept) + ")")
 
 
 def _cat(a: str | None, b: str | None) -> str | None:
-    return None if a is None or b is None else a + b
+    return None if a is None or b is None else _bounded(a + b)
+
+
+def _bounded(text: str) -> str:
+    """``text``, unless it grew too large to be worth it (a hostile pattern must not make
+    this quadratic: each piece is cut off at ``MAX_RELAXED``)."""
+    if len(text) > MAX_RELAXED:
+        raise _GiveUp
+    return text
 
 
 def _seq(items: list[Any], dotall: bool) -> _Piece:

@@ -196,7 +196,10 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
     parsed = prefilter.parse(pattern)
     if parsed is None:
         return None
-    fold = not case_sensitive or prefilter.folds_case(parsed)
+    try:
+        fold = not case_sensitive or prefilter.folds_case(parsed)
+    except RecursionError:  # (nested deeper than Python's parser itself goes)
+        return None
     words = prefilter.literal_set(pattern, fold)
     relaxed = prefilter.relaxed(pattern, fold) if _re2 is not None and not prefilter.useful(words) else None
     if relaxed is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,19 @@ def user_dirs(tmp_path_factory, monkeypatch) -> Path:
     for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME"):
         monkeypatch.setenv(name, str(home / name.lower()))
     return home
+
+
+@pytest.fixture(autouse=True)
+def scan_workers() -> Iterator[None]:
+    """Opening the debugger (``build_app``) turns the process's scan workers off for good:
+    after the test they are as before, so later tests of them still run (a pool made by
+    the test is kept for the next ones)."""
+    from agentdbg.trace import workers
+
+    before = workers._workers
+    yield
+    if workers._workers is None:
+        workers._workers = before
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -21,8 +22,9 @@ from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession
 from agentdbg.engine import events as ev
+from agentdbg.trace import index as trace_index
 from agentdbg.trace import run as trace_run
-from agentdbg.trace import scan
+from agentdbg.trace import scan, workers
 from agentdbg.trace.reader import TraceRun, open_trace
 from agentdbg.trace.writer import write_trace
 
@@ -342,11 +344,12 @@ def test_without_re2_the_scans_give_the_same_answers(tmp_path: Path, monkeypatch
     assert any(candidates for candidates, _, _ in with_re2)
 
 
-def _blocks_found(path: Path, strict: bool) -> list[tuple[int, int, list[int], set[int]]]:
+def _blocks_found(path: Path, strict: bool) -> list[tuple[Any, ...]]:
+    """Each block's steps and findings (a strict scan's candidates, or a fold's)."""
     with open_trace(path) as document:
         document.wait(HANG)
-        return [(block.first, block.last, block.candidates, block.suspect)
-                for block in document.runs[0].step_blocks(strict=strict)]
+        return [(block.first, block.last, block.candidates, block.suspect, None if strict else block.folds())
+                for block in document.runs[0].step_blocks(strict=strict, fold=not strict)]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -356,13 +359,13 @@ def test_blocks_classified_in_worker_processes_are_classified_as_here(tmp_path: 
                                                                       ended) -> None:
     """A big scan classifies its blocks in other processes: the same blocks, in the same
     order, with the same candidates and suspects (block edges cut steps as in one process)."""
-    monkeypatch.setattr(scan, "_fork_is_safe", lambda: True)  # (the test's own threads are harmless)
-    if scan._pool() is None:
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)  # (the test's own threads are harmless)
+    if workers.pool() is None:
         pytest.skip("no worker processes on this machine (one core, or no fork)")
     path = _trace(tmp_path, steps, ended, 10**9)
-    monkeypatch.setattr(scan, "PARALLEL_BYTES", 10**12)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 10**12)
     alone = [_blocks_found(path, strict) for strict in (False, True)]
-    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
     apart = [_blocks_found(path, strict) for strict in (False, True)]
     assert apart == alone
 
@@ -379,20 +382,26 @@ def _huge_and_damaged(tmp_path: Path) -> Path:
 
 def test_check_and_stats_with_worker_processes_give_what_decoding_every_step_gives(tmp_path: Path,
                                                                                    monkeypatch) -> None:
-    monkeypatch.setattr(scan, "_fork_is_safe", lambda: True)  # (the test's own threads are harmless)
-    if scan._pool() is None:
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)  # (the test's own threads are harmless)
+    if workers.pool() is None:
         pytest.skip("no worker processes on this machine (one core, or no fork)")
     path = _huge_and_damaged(tmp_path)
-    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    alone_index = _index_found(path)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
     sent: list[int] = []
-    pool = scan._pool()
+    pool = workers.pool()
 
     class Counting:
-        def submit(self, work, block):
-            sent.append(block.first)
-            return pool.submit(work, block)
+        def submit(self, work, *args):
+            sent.append(args[1])  # (the block's first step, or the piece's first byte)
+            return pool.submit(work, *args)
 
-    monkeypatch.setattr(scan, "_pool", Counting)
+    monkeypatch.setattr(workers, "pool", Counting)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 64)
+    monkeypatch.setattr(trace_index, "APART_BYTES", 1000)
+    assert _index_found(path) == alone_index
+    assert len(sent) > 10  # the index was built there
+    sent.clear()
     names = list(check.CONDITIONS)
     assert _check_result(path, names, False, monkeypatch) == _check_result(path, names, True, monkeypatch)
     with open_trace(path) as document:
@@ -401,6 +410,55 @@ def test_check_and_stats_with_worker_processes_give_what_decoding_every_step_giv
         full = run_stats(1, document.runs[0], full=True)
     assert fast == full and fast["errors"] == 1 and fast["repeats"] == 1
     assert len(set(sent)) > 10  # the blocks did go to the workers
+
+
+def _index_found(path: Path) -> tuple[Any, ...]:
+    with open_trace(path) as document:
+        document.wait(HANG)
+        index = document.index
+        return (list(index.steps), list(index.run_starts), list(index.run_first), list(index.checkpoint_offsets),
+                list(index.checkpoint_positions), index.end, [str(p) for p in document.problems])
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(steps=_STEPS, ended=st.booleans(), runs=st.integers(1, 3), every=st.sampled_from([2, 5, 10**9]),
+       size=st.sampled_from([33, 100, 4096]))
+def test_an_index_built_in_worker_processes_is_the_one_built_here(tmp_path: Path, monkeypatch, steps, ended,
+                                                                  runs, every, size) -> None:
+    """A big file is indexed in pieces by the workers: the same runs, steps, checkpoints,
+    end and problems as the index thread finds alone, wherever the pieces' edges fall."""
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)  # (the test's own threads are harmless)
+    if workers.pool() is None:
+        pytest.skip("no worker processes on this machine (one core, or no fork)")
+    path = _trace(tmp_path, steps, ended, every, runs)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 10**12)
+    alone = _index_found(path)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 64)
+    monkeypatch.setattr(trace_index, "APART_BYTES", size)
+    assert _index_found(path) == alone
+
+
+def test_workers_that_cannot_read_the_file_leave_it_to_this_process(tmp_path: Path, monkeypatch) -> None:
+    """A worker reads the file itself only while it is the same file: one renamed over the
+    path (and a descriptor it did not inherit) is not read there; the scan is done here,
+    with the same answers."""
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    if workers.pool() is None:
+        pytest.skip("no worker processes on this machine (one core, or no fork)")
+    path = _huge_and_damaged(tmp_path)
+    alone = [_blocks_found(path, strict) for strict in (False, True)] + [_index_found(path)]
+    from agentdbg.trace import source
+
+    def elsewhere(self):  # the same path, but another file (and a descriptor it does not have)
+        return workers.FileAt(self.path, 10**6, 0, 0)
+
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(source._Source, "file_at", elsewhere)
+    assert [_blocks_found(path, strict) for strict in (False, True)] + [_index_found(path)] == alone
+    at = workers.FileAt(str(path), 10**6, 0, 0)
+    assert workers.pool().submit(workers.read_there, at, 10, 0).result() is None
 
 
 def test_a_scan_goes_on_in_this_process_when_a_worker_dies(tmp_path: Path, monkeypatch) -> None:
@@ -413,11 +471,11 @@ def test_a_scan_goes_on_in_this_process_when_a_worker_dies(tmp_path: Path, monke
         def __init__(self) -> None:
             self.calls = 0
 
-        def submit(self, work, block):
+        def submit(self, work, *args):
             future: Future = Future()
             self.calls += 1
             if self.calls < 4:
-                future.set_result(work(block))
+                future.set_result(work(*args))
             elif self.calls < 8:
                 future.set_exception(BrokenProcessPool("a worker died"))
             else:
@@ -426,20 +484,51 @@ def test_a_scan_goes_on_in_this_process_when_a_worker_dies(tmp_path: Path, monke
 
     path = _huge_and_damaged(tmp_path)
     alone = [_blocks_found(path, strict) for strict in (False, True)]
-    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(scan, "_pool", Broken)
-    monkeypatch.setattr(scan, "_workers", scan._workers)  # (a broken pool is dropped: put it back after)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(workers, "pool", Broken)
+    monkeypatch.setattr(workers, "_workers", workers._workers)  # (a broken pool is dropped: put it back after)
     assert [_blocks_found(path, strict) for strict in (False, True)] == alone
+
+
+def test_a_worker_that_fails_leaves_its_work_to_this_process(tmp_path: Path, monkeypatch) -> None:
+    """A piece of work that raises in a worker (its own bug, memory) is done here, with
+    the same answers; the index too."""
+    from concurrent.futures import Future
+
+    class Failing:
+        def submit(self, work, *args):
+            future: Future = Future()
+            future.set_exception(MemoryError("a worker ran out of memory"))
+            return future
+
+    path = _huge_and_damaged(tmp_path)
+    alone = [_blocks_found(path, strict) for strict in (False, True)] + [_index_found(path)]
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(trace_index, "FIRST_CHUNK_BYTES", 64)
+    monkeypatch.setattr(workers, "pool", Failing)
+    assert [_blocks_found(path, strict) for strict in (False, True)] + [_index_found(path)] == alone
+
+
+def test_workers_leave_ctrl_c_to_the_command(monkeypatch) -> None:
+    """Ctrl-C reaches every process of the terminal's group: the workers ignore it, so the
+    command stops alone (exit 130) and no worker prints a traceback."""
+    import signal
+
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    pool = workers.pool()
+    if pool is None:
+        pytest.skip("no worker processes on this machine (one core, or no fork)")
+    assert pool.submit(signal.getsignal, signal.SIGINT).result() == signal.SIG_IGN
 
 
 def test_the_workers_can_be_turned_off(tmp_path: Path, monkeypatch) -> None:
     """AGENTDBG_SCAN_WORKERS=0 (a shared machine): big scans stay in the calling process."""
-    monkeypatch.setattr(scan, "_workers", False)
-    monkeypatch.setenv(scan.WORKERS_VARIABLE, "0")
-    assert scan._pool() is None
+    monkeypatch.setattr(workers, "_workers", False)
+    monkeypatch.setenv(workers.WORKERS_VARIABLE, "0")
+    assert workers.pool() is None
     path = _huge_and_damaged(tmp_path)
     alone = [_blocks_found(path, strict) for strict in (False, True)]
-    monkeypatch.setattr(scan, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)
     assert [_blocks_found(path, strict) for strict in (False, True)] == alone
 
 
@@ -447,14 +536,22 @@ def test_no_workers_are_forked_from_a_threaded_process(monkeypatch) -> None:
     """The debugger runs scans beside its screen's threads: forking there could deadlock a child."""
     import threading
 
-    monkeypatch.setattr(scan, "_workers", False)
-    monkeypatch.delenv(scan.WORKERS_VARIABLE, raising=False)
+    monkeypatch.setattr(workers, "_workers", False)
+    monkeypatch.delenv(workers.WORKERS_VARIABLE, raising=False)
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert scan._pool() is None
-        assert scan._workers is False  # not remembered: a later single-threaded scan may still fork
+        assert workers.pool() is None
+        assert workers._workers is False  # not remembered: a later single-threaded scan may still fork
     finally:
         release.set()
         other.join()
+
+
+@given(sizes=st.lists(st.integers(0, 300), min_size=1, max_size=80), limit=st.integers(0, 200))
+def test_the_steps_too_large_are_found_without_measuring_each_step(sizes, limit) -> None:
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + size)
+    assert scan._larger_than(starts, limit) == [i for i, size in enumerate(sizes) if size > limit]

@@ -134,3 +134,30 @@ def test_run_n_beyond_a_file_still_being_indexed_exits_2(tmp_path, monkeypatch, 
     deferred_index(monkeypatch)
     assert debug.build_app(args(file=str(three_runs(tmp_path)), run=4)) == 2
     assert "holds 3 runs" in capsys.readouterr().err
+
+
+def test_the_debugger_screen_forks_no_workers_even_for_a_big_file(tmp_path, monkeypatch):
+    """Headless commands share a big file's work with forked workers; the debugger's
+    screen scans in its own process (it opens the file before its threads start, but
+    keeps every core for drawing and keys)."""
+    from agentdbg.trace import workers
+    from agentdbg.trace.writer import write_trace
+
+    path = tmp_path / "big.jsonl"
+    write_trace(path, [list(_small_run())])
+    monkeypatch.setattr(workers, "_workers", False)
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)  # (every file is big)
+    app = debug.build_app(args(file=str(path)))
+    assert isinstance(app, DebuggerApp)
+    assert workers._workers is None
+    app._initial[0].close()
+
+
+def _small_run():
+    from agentdbg.engine import events as ev
+
+    yield ev.RunStart(step=0, task="t", name="r")
+    for n in range(1, 4):
+        yield ev.StepStart(step=n)
+        yield ev.Thought(step=n, text="think")

@@ -264,7 +264,7 @@ class DebugSession:
         else:
             first, last = 1, min(self.cursor, run.step_count + 1) - 1
         while first <= last:
-            for block in step_blocks(first, last, reverse=not forward):
+            for block in step_blocks(first, last, reverse=not forward, ahead=True):
                 if cancel is not None and cancel.is_set():
                     return None
                 if progress is not None:

@@ -73,9 +73,10 @@ class StepBlocks(Protocol):
     steps that may matter (``agentdbg.trace.scan``): a full scan decodes only those."""
 
     def step_blocks(self, first: int = 1, last: int | None = None, *, strict: bool = False,
-                    reverse: bool = False, tools: bool = False) -> Iterator[Any]:
-        """Blocks of steps ``first``..``last`` (``agentdbg.trace.scan.Block``); ``tools``:
-        their plain stretches' tool calls counted at once (``Block.tool_counts``)."""
+                    reverse: bool = False, fold: bool = False, ahead: bool = False) -> Iterator[Any]:
+        """Blocks of steps ``first``..``last`` (``agentdbg.trace.scan.Block``); ``fold``:
+        their steps folded into counters at once (``Block.folds``); ``ahead``: every
+        block's candidates will be read (found ahead, where that is possible)."""
 
 
 @runtime_checkable

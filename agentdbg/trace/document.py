@@ -12,6 +12,7 @@ from pathlib import Path
 from agentdbg.files import OpenError, open_regular, read_head, unreadable_text
 from agentdbg.model.runs import Document, Problem
 from agentdbg.trace import format as fmt
+from agentdbg.trace import workers
 from agentdbg.trace.follow import Follower
 from agentdbg.trace.index import TraceIndex
 from agentdbg.trace.run import TraceRuns
@@ -187,6 +188,8 @@ def open_trace(path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, backgr
     except BaseException:
         os.close(fd)
         raise
+    if not follow:
+        workers.start(info.st_size)  # (forked before the index thread starts, if at all)
     if background:
         index.start_thread()
     else:

@@ -8,15 +8,21 @@ import re
 import threading
 import time
 from array import array
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from agentdbg.trace import format as fmt
+from agentdbg.trace import workers
 from agentdbg.trace.follow import Follower
 from agentdbg.trace.locking import writer_holds
 from agentdbg.trace.source import _BOM, _size_text, _Source
 
 FIRST_CHUNK_BYTES = 256 * 1024  # indexed before open_trace returns: the first screen
 CHUNK_BYTES = 1024 * 1024  # then this much per step of the background index
+APART_BYTES = 8 * 1024 * 1024  # or this much per piece indexed in a worker process
 NOTIFY_INTERVAL = 0.05  # seconds between progress notifications (a screen need not redraw more)
 _STRUCTURE = re.compile(rb'\n\{"type":"(?:step|run_start|checkpoint)",')
 _STRUCTURE_TYPES = ("step", "run_start", "checkpoint")
@@ -137,6 +143,8 @@ class TraceIndex:
         self._thread.start()
 
     def scan_all(self) -> None:
+        if self.follower is None:
+            self._scan_apart()
         while not self.complete and not self._stop:
             self._scan_chunk(CHUNK_BYTES)
             if self.position >= self.source.data_end:
@@ -205,34 +213,65 @@ class TraceIndex:
             return self.lock.wait_for(lambda: self.complete, timeout)
 
     def _scan_chunk(self, size: int, notify: bool = True) -> None:
-        # Matches start at the newline before a line; the scan starts at the newline that
-        # ends the header (or before the first line) so the first run is found too.
+        end = self.source.data_end
         position = self.position
         scan_from = position - 1 if position > 0 else 0
-        end = self.source.data_end
         data = self.source.pread(min(size + _OVERLAP, end - scan_from), scan_from) if end > scan_from else b""
         if not data:
             self.position = end
             return
-        limit = len(data) if scan_from + len(data) >= end else len(data) - _OVERLAP
-        base = scan_from + 1
-        # Step lines apart from the rest (far fewer): one pass over a million offsets, not three.
-        steps = [m.start() + base for m in _STEP_LINES.finditer(data, 0, limit + _STEP_LINE_BYTES - 1)]
-        while steps and steps[-1] - base >= limit:
-            steps.pop()
-        others = [(m.start() + base, data[m.start() + _KIND_AT]) for m in _OTHER_STRUCTURE.finditer(data)
-                  if m.start() < limit]
+        steps, others, self.position = _structure(data, scan_from, end)
         self._merge(steps, others)
-        self.position = scan_from + limit + 1
         if notify:
             self._notify()
 
-    def _merge(self, steps: list[int], others: list[tuple[int, int]]) -> None:
+    def _scan_apart(self) -> None:
+        """Index the rest of a big file in the worker processes (``agentdbg.trace.workers``),
+        when there are some: each finds the runs, steps and checkpoints of a few MiB, and
+        their findings are added in order, exactly as ``_scan_chunk`` would find them. Any
+        piece they cannot read is left to the ordinary scan, from there on."""
+        pool = workers.pool() if self.source.data_end - self.position > workers.PARALLEL_BYTES else None
+        file_at = self.source.file_at() if pool is not None else None
+        if pool is None or file_at is None:
+            return
+        end = self.source.data_end
+        size = APART_BYTES
+        starts = iter(range(self.position, end, size))
+        pending: deque[tuple[int, Future[Any]]] = deque()
+        try:
+            while not self._stop:
+                while len(pending) < workers.IN_FLIGHT:
+                    start = next(starts, None)
+                    if start is None:
+                        break
+                    pending.append((start, pool.submit(_structure_there, file_at, start, size, end)))
+                if not pending:
+                    return
+                start, future = pending.popleft()
+                try:
+                    found = future.result()
+                except BrokenProcessPool:
+                    raise
+                except Exception:  # (a worker's own failure: the ordinary scan goes on from here)
+                    return
+                if found is None or start != self.position:
+                    return
+                steps, others, position = found
+                self._merge(array("q", steps), others)
+                self.position = position
+                self._notify()
+        except BrokenProcessPool:
+            workers.lost()
+        finally:
+            for _, future in pending:
+                future.cancel()
+
+    def _merge(self, steps: Sequence[int], others: list[tuple[int, int]]) -> None:
         """Add one chunk's findings (sorted offsets) to the arrays, under the lock: linear
         in what the chunk holds, however many runs it opens."""
         with self.lock:
             if self._first_structure is None and (steps or others):
-                self._first_structure = min(steps[:1] + [o for o, _ in others[:1]])
+                self._first_structure = min([*steps[:1], *(o for o, _ in others[:1])])
             base = len(self.steps)
             if not self.run_starts and steps:
                 first_run = next((o for o, kind in others if kind == _RUN_START), None)
@@ -300,3 +339,32 @@ class TraceIndex:
                 source.report(line.offset, f"a {event.type} event outside any run (no run_start before it): ignored")
         if unshaped > 1:
             source.report(self.start, f"{unshaped - 1:,} more run_start, step or checkpoint lines not in the trace layout")
+
+
+def _structure(data: bytes, scan_from: int, end: int) -> tuple[list[int], list[tuple[int, int]], int]:
+    """The steps and the other structure lines (offset, kind) that begin in ``data`` (read
+    from ``scan_from``, the newline before the first line to look at; ``_OVERLAP`` bytes
+    more than what is looked at, unless it reaches ``end``), and where the next scan starts."""
+    # Matches start at the newline before a line; the scan starts at the newline that
+    # ends the header (or before the first line) so the first run is found too.
+    limit = len(data) if scan_from + len(data) >= end else len(data) - _OVERLAP
+    base = scan_from + 1
+    # Step lines apart from the rest (far fewer): one pass over a million offsets, not three.
+    steps = [m.start() + base for m in _STEP_LINES.finditer(data, 0, limit + _STEP_LINE_BYTES - 1)]
+    while steps and steps[-1] - base >= limit:
+        steps.pop()
+    others = [(m.start() + base, data[m.start() + _KIND_AT]) for m in _OTHER_STRUCTURE.finditer(data)
+              if m.start() < limit]
+    return steps, others, scan_from + limit + 1
+
+
+def _structure_there(at: workers.FileAt, position: int, size: int,
+                     end: int) -> tuple[bytes, list[tuple[int, int]], int] | None:
+    """``_structure`` of the ``size`` bytes at ``position`` in a worker process, the steps
+    as an array's bytes (None: the file cannot be read there as it was)."""
+    scan_from = position - 1 if position > 0 else 0
+    data = workers.read_there(at, min(size + _OVERLAP, end - scan_from), scan_from)
+    if not data:
+        return None
+    steps, others, following = _structure(data, scan_from, end)
+    return array("q", steps).tobytes(), others, following

@@ -257,7 +257,7 @@ class TraceRun:
         return self._source.pread(end - start, start)
 
     def step_blocks(self, first: int = 1, last: int | None = None, *, strict: bool = False,
-                    reverse: bool = False, tools: bool = False) -> Iterator[scan.Block]:
+                    reverse: bool = False, fold: bool = False, ahead: bool = False) -> Iterator[scan.Block]:
         """Steps ``first``..``last`` (default: the last indexed) read a few MiB at a time,
         each block with the steps that may matter (``agentdbg.trace.scan``): a full scan
         decodes only those. Steps indexed now; a followed run's newest step ends where the
@@ -273,7 +273,7 @@ class TraceRun:
             starts = index.steps[base + first - 1:base + last]
         _, end = self._span(last)
         return scan.blocks(starts, min(end, self._source.data_end), first, self._source.pread, strict=strict,
-                           reverse=reverse, tools=tools)
+                           reverse=reverse, fold=fold, file_at=self._source.file_at(), ahead=ahead)
 
     def iter_records(self, start: int = 1) -> Iterator[StepRecord]:
         """Every step from ``start``, waiting for the index as needed (for streaming output)."""

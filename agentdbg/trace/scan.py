@@ -23,21 +23,18 @@ way so that it reports its problems exactly as a full decode would.
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import os
 import re
-import threading
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from operator import sub
 from typing import Any
 
 from agentdbg.model.state import StepRecord, Tally
-from agentdbg.trace import tally
+from agentdbg.trace import tally, workers
 from agentdbg.trace.format import CHECKPOINT_PREFIX
 from agentdbg.trace.tally import (
     _COUNTER,
@@ -57,15 +54,6 @@ except ImportError:  # pragma: no cover - a platform without its wheels: Python'
     _re2 = None
 
 BLOCK_BYTES = 4 * 1024 * 1024  # a scan reads this much of the file at a time
-# A forward scan of more than this classifies its blocks in worker processes, the caller
-# decoding the candidates of one block while the next ones are classified (the result is
-# the same: each block is classified whole, the same way, wherever it runs).
-PARALLEL_BYTES = 32 * 1024 * 1024
-MAX_WORKERS = 4
-WORKERS_VARIABLE = "AGENTDBG_SCAN_WORKERS"  # how many worker processes (default: one per core, up to 4)
-IN_FLIGHT = 6  # blocks sent ahead to the workers
-_workers: Any = False  # the pool, once made (None: none to be had)
-
 # The lines of a plain step, after '{"type":"' (see the module docstring).
 _QUIET = [
     rb'thought","step":' + _INT + rb',"text":' + _STR,
@@ -86,8 +74,9 @@ _PLAIN_STEP = (rb'\{"type":"step","step":' + _INT + rb"\}\n(?:" + _OTHER_LINE + 
 PLAIN_STEPS = rb"(?:" + _PLAIN_STEP + rb")*"
 # Every line of a step carries the number its step line gives (checkpoints: the step they
 # follow, the same number). Python's engine, for the back-reference; linear all the same.
-# (Possessive repeats: nothing to backtrack into, so nothing is saved for it.)
-_SAME_NUMBER = re.compile(rb'(?:\{"type":"step","step":([0-9]+)\}\n(?:\{"type":"[a-z_]+","step":\1[,}][^\n]*+\n)*+)*+')
+# (Possessive repeats: nothing to backtrack into, so nothing is saved for it; `.` skips a
+# line faster than `[^\n]`, the same bytes.)
+_SAME_NUMBER = re.compile(rb'(?:\{"type":"step","step":([0-9]+)\}\n(?:\{"type":"[a-z_]+","step":\1[,}].*+\n)*+)*+')
 
 
 # Steps whose transcript is their lines' texts as written (no approval, replay, operation,
@@ -161,11 +150,11 @@ class Block:
     first: int
     base: int
     data: bytes
-    starts: list[int]
+    starts: Sequence[int]
     strict: bool = False
-    tools: bool = False  # count the plain stretches' tool calls with the classification
+    fold: bool = False  # fold the steps into counters with the classification (``folds``)
     _candidates: list[int] | None = None
-    _tool_counts: list[dict[bytes, int]] | None = None
+    _folds: list[tally.Part | int] | None = None
     _suspect: set[int] = field(default_factory=set)
     _unusual: dict[tuple[bool, bool], set[int]] | None = None
     _lowered: bytes | None = None
@@ -312,13 +301,14 @@ class Block:
                 yield number, candidate - 1, start, stop
             number = candidate + 1
 
-    def tool_counts(self) -> list[dict[bytes, int]]:
-        """For each plain stretch, in order, how often each tool is called (its name as
-        written), in the order first called."""
-        if self._tool_counts is None:
-            self._tool_counts = [tally.count_tools(self.data, start, stop)
-                                 for _, _, start, stop in self.plain_stretches()]
-        return self._tool_counts
+    def folds(self) -> list[tally.Part | int]:
+        """The block's steps for counters, in order: what folding the steps the step pattern
+        takes adds (``tally.Part``, one for each stretch of them) and the number of each
+        step to decode between them. Made with the classification when ``fold``, in a
+        worker process where there is one."""
+        if self._folds is None:
+            self._folds = _folded(self)
+        return self._folds
 
     def span(self, step: int) -> tuple[int, int]:
         """The step's bytes as ``data`` offsets."""
@@ -376,13 +366,13 @@ def _literal_search(needle: bytes, folded: bool) -> Search | None:
     return search
 
 
-def _first_in(starts: list[int], cursor: int, stop: int, base: int) -> tuple[int, int]:
+def _first_in(starts: Sequence[int], cursor: int, stop: int, base: int) -> tuple[int, int]:
     """Index of the step whose bytes hold ``cursor`` (block offsets), and where the next begins."""
     i = bisect_right(starts, cursor + base) - 1
     return i, starts[i + 1] - base if i + 1 < len(starts) else stop
 
 
-def _failures(starts: list[int], base: int, stop: int, prefix_end: Callable[[int], int]) -> list[int]:
+def _failures(starts: Sequence[int], base: int, stop: int, prefix_end: Callable[[int], int]) -> list[int]:
     """Indexes of the steps where a prefix test fails, resuming at the next step each time."""
     failed = []
     cursor = 0
@@ -395,7 +385,7 @@ def _failures(starts: list[int], base: int, stop: int, prefix_end: Callable[[int
     return failed
 
 
-def _utf8_failures(data: bytes, starts: list[int], base: int) -> list[int]:
+def _utf8_failures(data: bytes, starts: Sequence[int], base: int) -> list[int]:
     if data.isascii():
         return []
     failed = []
@@ -425,14 +415,25 @@ def classify(block: Block) -> None:
     block._candidates = sorted(found)
 
 
+def _larger_than(starts: Sequence[int], size: int) -> list[int]:
+    """Indexes of the steps of more than ``size`` bytes (step i is ``starts[i]`` to
+    ``starts[i + 1]``): a jump to the furthest start within ``size`` at a time, so a few
+    MiB of small steps cost a few dozen bisections, not one subtraction per step."""
+    found = []
+    i, last = 0, len(starts) - 1
+    while i < last:
+        j = bisect_right(starts, starts[i] + size, i + 1, last + 1) - 1
+        if j == i:  # (every step from i to j is within size: none of them is larger)
+            found.append(i)
+            j += 1
+        i = j
+    return found
+
+
 def _unreadable(block: Block) -> set[int]:
     """Steps to decode the ordinary way whatever their bytes: too large to be taken whole
     (the reader's limits apply), or a last line without its newline."""
-    starts = block.starts
-    sizes = list(map(sub, starts[1:], starts[:-1]))
-    found = set()
-    if max(sizes, default=0) > FAST_STEP_BYTES:
-        found = {block.first + i for i, size in enumerate(sizes) if size > FAST_STEP_BYTES}
+    found = {block.first + i for i in _larger_than(block.starts, FAST_STEP_BYTES)}
     if block.data and not block.data.endswith(b"\n"):
         found.add(block.last)
     return found
@@ -440,14 +441,19 @@ def _unreadable(block: Block) -> set[int]:
 
 def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, int], bytes],
            strict: bool = False, reverse: bool = False, block_bytes: int | None = None,
-           tools: bool = False) -> Iterator[Block]:
+           fold: bool = False, file_at: workers.FileAt | None = None, ahead: bool = False) -> Iterator[Block]:
     """The steps ``first, first + 1, ...`` (step ``first + i`` begins at ``starts[i]``, the
-    last ends at ``end``) a block at a time, each classified; from the last block back with
-    ``reverse``. A step larger than a block is a block of its own with no data, a candidate.
-    With ``tools``, each block's ``tool_counts`` come with its classification."""
+    last ends at ``end``) a block at a time, each classified when its candidates are
+    asked for; from the last block back with ``reverse``. A step larger than a block is a
+    block of its own with no data, a candidate. With ``fold``, each block's ``folds`` come
+    with its classification. ``ahead`` (implied by ``fold``): the caller reads every
+    block's candidates, so a big forward scan has them found ahead, in worker processes
+    where there are some. ``file_at``: the file ``pread`` reads, for those processes to
+    read blocks themselves."""
     block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
     count = len(starts)
-    bounds = list(starts) + [end]
+    bounds = array("q", starts)  # (offsets as machine integers: a million cost a copy, not a million objects)
+    bounds.append(end)
     if not reverse:
         spans = []
         i = 0
@@ -455,73 +461,72 @@ def blocks(starts: Sequence[int], end: int, first: int, pread: Callable[[int, in
             j = max(bisect_right(bounds, bounds[i] + block_bytes, i + 1, count + 1) - 1, i + 1)
             spans.append((i, j))
             i = j
-        made = (_block(bounds, i, j, first, pread, strict, block_bytes, tools) for i, j in spans)
-        if count and end - bounds[0] > PARALLEL_BYTES and len(spans) > 1:
-            pool = _pool()
+        made = (_block(bounds, i, j, first, pread, strict, block_bytes, fold) for i, j in spans)
+        if (ahead or fold) and count and end - bounds[0] > workers.PARALLEL_BYTES and len(spans) > 1:
+            pool = workers.pool()
             if pool is not None:
-                yield from _classified_in(pool, made)
+                yield from _classified_in(pool, made, file_at)
                 return
         yield from made
     else:
         j = count
         while j > 0:
             i = min(bisect_left(bounds, bounds[j] - block_bytes, 0, j), j - 1)
-            yield _block(bounds, i, j, first, pread, strict, block_bytes, tools)
+            yield _block(bounds, i, j, first, pread, strict, block_bytes, fold)
             j = i
 
 
-def _fork_is_safe() -> bool:
-    """Forking a threaded process (the app) can deadlock the child; a worker forks no workers."""
-    return threading.active_count() == 1 and multiprocessing.parent_process() is None
+Findings = tuple[list[int], set[int], list[tally.Part | int] | None]
+_EDGE = 64  # bytes from each end of a block a worker read itself, compared with the caller's
 
 
-def _pool() -> Any:
-    """The worker processes that classify blocks beside the caller (None: one core, or no
-    ``fork`` here). Made once, at the first big scan; they end with the program."""
-    global _workers
-    if not _fork_is_safe():
+def _classify_there(at: workers.FileAt, first: int, base: int, size: int, starts: Sequence[int], strict: bool,
+                    fold: bool) -> tuple[bytes, Findings] | None:
+    """``classify`` in a worker process, reading the block itself: its findings (and the
+    steps folded, with ``fold``), after the edges of what it read, for the caller
+    to compare with its own. None when the file cannot be read here."""
+    data = workers.read_there(at, size, base)
+    if data is None:
         return None
-    if _workers is False:
-        workers = min(os.cpu_count() or 1, MAX_WORKERS)
-        wanted = os.environ.get(WORKERS_VARIABLE, "").strip()
-        if wanted.isdigit():  # (a shared machine: fewer, or 0 for none)
-            workers = min(int(wanted), MAX_WORKERS)
-        if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-            _workers = None
-        else:  # fork: the patterns are compiled already, nothing to import again
-            _workers = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    return _workers
-
-
-Findings = tuple[list[int], set[int], list[dict[bytes, int]] | None]
-
-
-def _classify_apart(block: Block) -> Findings:
-    """``classify`` in a worker process (and the tool calls counted, with ``tools``): its
-    findings, to be set on the caller's block."""
+    block = Block(first, base, data, starts, strict, fold)
+    block._suspect = _unreadable(block)
     classify(block)
     assert block._candidates is not None
-    return block._candidates, block._suspect, block.tool_counts() if block.tools else None
+    return _edges(data), (block._candidates, block._suspect, block.folds() if fold else None)
 
 
-def _classified_in(pool: Any, made: Iterator[Block]) -> Iterator[Block]:
+def _edges(data: bytes) -> bytes:
+    return data[:_EDGE] + data[-_EDGE:]
+
+
+def _classify_apart(block: Block) -> tuple[None, Findings]:
+    """``classify`` in a worker process, the block sent to it (its file cannot be read there)."""
+    classify(block)
+    assert block._candidates is not None
+    return None, (block._candidates, block._suspect, block.folds() if block.fold else None)
+
+
+Pending = tuple[Block, "Future[Any] | None"]
+
+
+def _classified_in(pool: Any, made: Iterator[Block], file_at: workers.FileAt | None = None) -> Iterator[Block]:
     """The blocks, in order, each classified in ``pool`` while the caller works on the
-    ones before it (a few in flight: memory stays a few blocks whatever the file's size)."""
-    pending: deque[tuple[Block, Future[Findings] | None]] = deque()
+    ones before it (a few in flight: memory stays a few blocks whatever the file's size).
+    With ``file_at``, the workers read the blocks themselves; only their findings come back."""
+    pending: deque[Pending] = deque()
     try:
         for block in made:
             pending.append((block, None))  # (a huge step or a shrunk file is classified already)
             if block._candidates is None:
-                pending[-1] = (block, pool.submit(_classify_apart, block))
-            while len(pending) > IN_FLIGHT or (pending and pending[0][1] is None):
+                pending[-1] = (block, _submit(pool, block, file_at))
+            while len(pending) > workers.IN_FLIGHT or (pending and pending[0][1] is None):
                 yield _settled(*pending[0])
                 pending.popleft()
         while pending:
             yield _settled(*pending[0])
             pending.popleft()
     except BrokenProcessPool:  # a worker died (killed, out of memory): the rest here
-        global _workers
-        _workers = None  # and so are later scans
+        workers.lost()
         while pending:
             block, future = pending.popleft()
             if future is not None:
@@ -535,14 +540,31 @@ def _classified_in(pool: Any, made: Iterator[Block]) -> Iterator[Block]:
                 future.cancel()
 
 
-def _settled(block: Block, future: Future[Findings] | None) -> Block:
-    if future is not None:
-        block._candidates, block._suspect, block._tool_counts = future.result()
+def _submit(pool: Any, block: Block, file_at: workers.FileAt | None) -> Future[Any]:
+    if file_at is None:
+        return pool.submit(_classify_apart, block)  # type: ignore[no-any-return]
+    return pool.submit(_classify_there, file_at, block.first, block.base,  # type: ignore[no-any-return]
+                       len(block.data), block.starts, block.strict, block.fold)
+
+
+def _settled(block: Block, future: Future[Any] | None) -> Block:
+    if future is None:
+        return block
+    try:
+        result = future.result()
+    except BrokenProcessPool:
+        raise
+    except Exception:  # (a worker's own failure: classified here instead)
+        result = None
+    if result is None or (result[0] is not None and result[0] != _edges(block.data)):
+        classify(block)  # here: the worker could not read the file, or read other bytes
+    else:
+        block._candidates, block._suspect, block._folds = result[1]
     return block
 
 
-def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, int], bytes], strict: bool,
-           block_bytes: int, tools: bool = False) -> Block:
+def _block(bounds: Sequence[int], i: int, j: int, first: int, pread: Callable[[int, int], bytes], strict: bool,
+           block_bytes: int, fold: bool = False) -> Block:
     base, stop = bounds[i], bounds[j]
     steps = bounds[i:j + 1]
     if stop - base > block_bytes and j == i + 1:  # one huge step: not read here
@@ -551,7 +573,7 @@ def _block(bounds: list[int], i: int, j: int, first: int, pread: Callable[[int, 
     if len(data) < stop - base:  # the file shrank: let the ordinary way report it
         numbers = list(range(first + i, first + j))
         return Block(first + i, base, b"", steps, strict, _candidates=numbers, _suspect=set(numbers))
-    block = Block(first + i, base, data, steps, strict, tools)
+    block = Block(first + i, base, data, steps, strict, fold)
     block._suspect = _unreadable(block)
     return block
 
@@ -583,7 +605,7 @@ def indexed_blocks(run: Any, first: int = 1, strict: bool = False) -> Iterator[B
         count = run.step_count
         last = count if complete else count - 1  # the newest step's end is not known yet
         if last >= first:
-            yield from run.step_blocks(first, last, strict=strict)
+            yield from run.step_blocks(first, last, strict=strict, ahead=True)
             first = last + 1
         if complete:
             return
@@ -594,21 +616,42 @@ def indexed_blocks(run: Any, first: int = 1, strict: bool = False) -> Iterator[B
 
 def fold_tally(run: Any, base: Tally, first: int, last: int) -> Tally:
     """``base`` (the counters after step ``first - 1``) with steps ``first``..``last`` of a
-    trace file's ``run`` folded in: plain stretches a block at a time, the other steps one
-    by one (``tally.Folder``). The same figures as decoding every step."""
+    trace file's ``run`` folded in: a block's steps the step pattern takes folded together
+    (``Block.folds``), the others decoded one by one (``tally.Folder``). The same figures
+    as decoding every step."""
     folder = tally.Folder(base, run.record)
-    for block in run.step_blocks(first, last, tools=True):
-        data = block.data
-        stretches = zip(block.plain_stretches(), block.tool_counts(), strict=True)
-        stretch = next(stretches, None)
-        for candidate in block.candidates + [block.last + 1]:
-            if stretch is not None and stretch[0][1] < candidate:  # the plain steps before it
-                (_, plain_last, start, stop), counted = stretch
-                folder.plain(plain_last, data, start, stop, block.step_at, counted)
-                stretch = next(stretches, None)
-            if candidate <= block.last:
-                if candidate in block.suspect:
-                    folder.decoded(candidate)
-                else:
-                    folder.step(candidate, data, *block.span(candidate))
+    for block in run.step_blocks(first, last, fold=True):
+        for item in block.folds():
+            if isinstance(item, int):
+                folder.decoded(item)
+            else:
+                folder.merge(item)
     return folder.finish()
+
+
+def _folded(block: Block) -> list[tally.Part | int]:
+    data = block.data
+    folds: list[tally.Part | int] = []
+    part: tally.PartFolder | None = None
+    stretches = block.plain_stretches()
+    stretch = next(stretches, None)
+    for candidate in block.candidates + [block.last + 1]:
+        if stretch is not None and stretch[1] < candidate:  # the plain steps before it
+            plain_first, plain_last, start, stop = stretch
+            part = part or tally.PartFolder(plain_first - 1)
+            part.plain(plain_last, data, start, stop, block.step_at)
+            stretch = next(stretches, None)
+        if candidate > block.last:
+            break
+        match = None if candidate in block.suspect else tally.step_match(data, *block.span(candidate))
+        if match is not None:
+            part = part or tally.PartFolder(candidate - 1)
+            part.matched(candidate, match)
+            continue
+        if part is not None:
+            folds.append(part.part())
+            part = None
+        folds.append(candidate)
+    if part is not None:
+        folds.append(part.part())
+    return folds

@@ -16,6 +16,7 @@ from agentdbg.engine import events as ev
 from agentdbg.errors import Problem
 from agentdbg.files import size_text
 from agentdbg.trace import format as fmt
+from agentdbg.trace.workers import FileAt
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # longer lines are reported and shown as a preview, not decoded
 READ_BLOCK = 1024 * 1024
@@ -96,6 +97,19 @@ class _Source:
         self._marks_at = [0]  # offsets with a known count of newlines before them
         self._marks_lines = [0]
         self._marks_lock = threading.Lock()
+        self._file_at: FileAt | None = None
+        self._looked_up = False
+
+    def file_at(self) -> FileAt | None:
+        """Where another process can read this file itself (None: nowhere)."""
+        if not self._looked_up:
+            self._looked_up = True
+            try:
+                held = os.fstat(self.fd)
+                self._file_at = FileAt(os.path.abspath(self.path), self.fd, held.st_dev, held.st_ino)
+            except (OSError, ValueError):
+                self._file_at = None
+        return self._file_at
 
     def pread(self, size: int, offset: int) -> bytes:
         if self.closed:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agentdbg.engine import events as ev
@@ -123,7 +124,12 @@ class Folder:
             name = self.names[tool] = _value(tool)
         return name
 
+    def _guards_line(self, line: bytes) -> None:
+        """A step's guards line (after '{"type":"'): its counters hold until the next one."""
+        self.pending = line
+
     def _no_guards(self, number: int) -> None:
+        """Step ``number`` has no guards line: its step counter is its number, no repeat."""
         tally = self.tally
         self.apply_pending()
         tally.steps, tally.repeats, tally.step_tokens = [number, tally.steps[1]], [0, tally.repeats[1]], 0
@@ -134,17 +140,14 @@ class Folder:
 
     def step(self, number: int, data: bytes, start: int, stop: int) -> None:
         """Step ``number``, ``data[start:stop]``; decoded when the pattern does not take it."""
-        match = None
-        if stop - start <= FAST_STEP_BYTES:
-            if data[stop - 1:stop] == b"\n":
-                match = _STEP.fullmatch(data, start, stop)
-            else:  # a last line without its newline is read all the same
-                match = _STEP.fullmatch(data[start:stop] + b"\n")
-            if match is not None and data.count(b'{"type":"action"', start, stop) > 1:
-                match = None  # several calls in one step: each counted, the ordinary way
+        match = step_match(data, start, stop)
         if match is None:
             self.decoded(number)
-            return
+        else:
+            self.matched(number, match)
+
+    def matched(self, number: int, match: re.Match[bytes]) -> None:
+        """Step ``number``, as ``step_match`` took it."""
         tally = self.tally
         calls = tally.tool_calls
         tally.policy_calls += 1  # a plan item's action (with "item") is not in the pattern: this step asked
@@ -164,7 +167,7 @@ class Folder:
         answer = match.group("answer")
         guards_at = match.start("guards")
         if guards_at >= 0:
-            self.pending = match.group("guards")
+            self._guards_line(match.group("guards"))
             repeats = match.group("repeats") if match.start("repeats") > guards_at else None
             if answer is None and repeats is not None and repeats not in (b"0", b"1"):
                 tally.repeat_count += 1
@@ -180,17 +183,13 @@ class Folder:
         if outcome is not None:
             tally.outcome = _value(outcome)
 
-    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int],
-              counted: dict[bytes, int] | None = None) -> None:
+    def plain(self, last: int, data: bytes, start: int, stop: int, guards_step: Callable[[int], int]) -> None:
         """Plain steps up to ``last``, ``data[start:stop]``: each calls at most one tool and
         changes no other counter but the guard counters (the last guards line's, or a
-        step's without one). ``guards_step(at)`` is the step holding offset ``at``;
-        ``counted``, the stretch's ``count_tools`` when known already."""
+        step's without one). ``guards_step(at)`` is the step holding offset ``at``."""
         calls = self.tally.tool_calls
         self.tally.policy_calls += last - self.tally.step  # a plain step asked the policy (no plan item)
-        if counted is None:
-            counted = count_tools(data, start, stop)
-        for tool, times in counted.items():
+        for tool, times in count_tools(data, start, stop).items():
             name = self._name(tool)
             made, bad = calls.get(name, (0, 0))
             calls[name] = [made + times, bad]
@@ -198,16 +197,93 @@ class Folder:
         if at >= 0:
             line_end = data.find(b"\n", at + 1, stop)
             line = data[at + 1:line_end if line_end >= 0 else stop]
-            self.pending = line[len(b'{"type":"'):-1]
+            self._guards_line(line[len(b'{"type":"'):-1])
             if guards_step(at + 1) < last:
                 self._no_guards(last)
         else:
             self._no_guards(last)
         self.tally.step = last
 
+    def merge(self, part: Part) -> None:
+        """The steps a ``PartFolder`` folded, after those folded here."""
+        tally, added = self.tally, part.tally
+        calls = tally.tool_calls
+        for name, (made, bad) in added.tool_calls.items():
+            was_made, was_bad = calls.get(name, (0, 0))
+            calls[name] = [was_made + made, was_bad + bad]
+        tally.policy_calls += added.policy_calls
+        tally.error_count += added.error_count
+        tally.parse_errors += added.parse_errors
+        tally.repeat_count += added.repeat_count
+        tally.trips.extend(added.trips)
+        if added.answer is not None:
+            tally.answer = added.answer
+        if added.outcome is not None:
+            tally.outcome = added.outcome
+        for line, number in part.guards:
+            if line is not None:
+                self._guards_line(line)
+            else:
+                self._no_guards(number)
+        tally.step = added.step
+
     def finish(self) -> Tally:
         self.apply_pending()
         return self.tally
+
+
+@dataclass
+class Part:
+    """What folding some steps adds to the counters before them: ``tally`` holds the sums,
+    the trips, the last answer and outcome and the last step; ``guards`` the guards lines
+    (line, 0) and steps without one (None, step), in order, to be applied where the run's
+    counters are (``Folder.merge``)."""
+
+    tally: Tally
+    guards: list[tuple[bytes | None, int]]
+
+
+def _not_here(number: int) -> StepRecord:
+    raise AssertionError(f"step {number} needs decoding: a PartFolder folds only what the pattern takes")
+
+
+class PartFolder(Folder):
+    """A ``Folder`` for steps folded apart from the run's counters (in a worker process,
+    a block at a time): it adds from zero and keeps the guard lines in order rather than
+    applying them. Only plain stretches and steps ``step_match`` takes go in."""
+
+    def __init__(self, after: int):
+        super().__init__(Tally(step=after), _not_here)
+        self.guards: list[tuple[bytes | None, int]] = []
+
+    def _guards_line(self, line: bytes) -> None:
+        if self.guards and self.guards[-1][0] is not None:
+            self.guards[-1] = (line, 0)  # (an unapplied line is replaced by the next)
+        else:
+            self.guards.append((line, 0))
+
+    def _no_guards(self, number: int) -> None:
+        if self.guards and self.guards[-1][0] is None:
+            self.guards[-1] = (None, number)  # (the later step's number is what remains)
+        else:
+            self.guards.append((None, number))
+
+    def part(self) -> Part:
+        return Part(self.tally, self.guards)
+
+
+def step_match(data: bytes, start: int, stop: int) -> re.Match[bytes] | None:
+    """The step pattern over ``data[start:stop]`` (a whole step), or None when the step is
+    to be decoded: too large, not of the pattern, or with several calls."""
+    if stop - start > FAST_STEP_BYTES:
+        return None
+    if data[stop - 1:stop] == b"\n":
+        match = _STEP.fullmatch(data, start, stop)
+    else:  # a last line without its newline is read all the same
+        match = _STEP.fullmatch(data[start:stop] + b"\n")
+    if match is not None and data.count(b'{"type":"action"', start, stop) > 1:
+        return None  # several calls in one step: each counted, the ordinary way
+    return match
 
 
 class _Counters:

@@ -11,8 +11,8 @@
                  steps from each end of a run of quiet steps (as debugger_scan.py)
   regex filter   the same continue with a filter breakpoint ``~obs z+z`` that never matches
   search         transcript search for words and regexes that are not there (regexes without
-                 a required word too), and a continue with the filter breakpoint
-                 ``~obs [0-9]{9}`` over the same file, each beside ``rg -c -i`` of the regex
+                 a required word too), a continue with the filter breakpoint ``~obs [0-9]{9}``
+                 and the view filter of the same, each beside ``rg -c -i`` of the regex
   baselines      decoding every step (check, stats: timed on the first --naive-steps steps and
                  scaled; continue: the step-by-step scan it replaces, whole), ripgrep ``rg -c``
                  on the same file (skipped with a note when ``rg`` is missing), and Toolong's
@@ -47,6 +47,7 @@ from agentdbg.cli.stats import run_stats  # noqa: E402
 from agentdbg.debugger.breakpoints import BreakpointSet  # noqa: E402
 from agentdbg.debugger.filters import parse_filter  # noqa: E402
 from agentdbg.debugger.session import DebugSession  # noqa: E402
+from agentdbg.debugger.view import scan_view  # noqa: E402
 from agentdbg.engine import events as ev  # noqa: E402
 from agentdbg.state import RunState, Tally  # noqa: E402
 from agentdbg.trace import scan  # noqa: E402
@@ -233,7 +234,11 @@ def main() -> int:
     grep = rg(["-c", "-i", "[0-9]{9}", str(path)])
     row("continue with ~obs [0-9]{9} (no match)", wall, cpu,
         f"{wall / grep[0]:4.1f}x rg   {message[:36]}" if grep else message[:40])
-    matches = parse_filter("~obs [0-9]{9}").matches
+    view_filter = parse_filter("~obs [0-9]{9}")
+    wall, cpu, view = timed(lambda: scan_view(run, "~obs [0-9]{9}", view_filter))
+    row("view filter ~obs [0-9]{9} (f)", wall, cpu, f"{wall / grep[0]:4.1f}x rg   {view.describe() if view else ''}"
+        if grep else "")
+    matches = view_filter.matches
 
     def decode_sample_filter():  # the continue as it was: no byte test for this regex
         for record in render.iter_records(run, 1, sample):

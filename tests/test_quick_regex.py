@@ -17,6 +17,7 @@ from hypothesis.errors import InvalidArgument
 from agentdbg import regex
 from agentdbg.debugger import filters, prefilter, quick
 from agentdbg.debugger.session import DebugSession, search_pattern
+from agentdbg.debugger.view import scan_view
 from agentdbg.engine import events as ev
 from agentdbg.trace import scan
 from agentdbg.trace.reader import open_trace
@@ -313,6 +314,27 @@ NAMED = [
 def test_no_step_that_matches_is_left_out_named_regexes(tmp_path: Path, steps, pattern: str) -> None:
     path = _trace(tmp_path / "run.jsonl", steps)
     assert _missed(path, pattern) == []
+
+
+_VIEW_FILTERS = st.sampled_from([
+    "~text x.y", "~obs [0-9]{2}", "~text a|b", "~thought a\\sb", "~answer ^a", "~action c\\[", "~args a.b",
+    "colou?r|hue", "~tool calc", "~tool zq & ~text a.b", "~error | ~obs b$", "~step 2..4 | ~text [ab]{2}",
+    "!~obs a", "~final", "~text \\W"])
+
+
+@_SETTINGS
+@given(steps=_STEPS, text=_VIEW_FILTERS, block_bytes=st.sampled_from([200, 1500]))
+def test_a_view_filter_keeps_the_steps_decoding_every_step_keeps(tmp_path: Path, monkeypatch, steps, text: str,
+                                                                 block_bytes: int) -> None:
+    monkeypatch.setattr(scan, "BLOCK_BYTES", block_bytes)  # (200: steps too large for a block, read alone)
+    path = _trace(tmp_path / "run.jsonl", steps, 3)
+    flt = filters.parse_filter(text)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        run = document.runs[0]
+        expected = [step for step in range(1, run.step_count + 1) if flt.matches(run.record(step))]
+        view = scan_view(run, text, flt)
+        assert view is not None and list(view.steps) == expected
 
 
 def test_a_relaxation_that_keeps_an_anchor_is_caught(tmp_path: Path, monkeypatch) -> None:

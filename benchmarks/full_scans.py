@@ -240,7 +240,7 @@ def main() -> int:
         if grep else "")
     matches = view_filter.matches
 
-    def decode_sample_filter():  # the continue as it was: no byte test for this regex
+    def decode_sample_filter():  # the continue and the view as they were: no byte test for this regex
         for record in render.iter_records(run, 1, sample):
             matches(record)
 

@@ -236,8 +236,8 @@ def main() -> int:
         f"{wall / grep[0]:4.1f}x rg   {message[:36]}" if grep else message[:40])
     view_filter = parse_filter("~obs [0-9]{9}")
     wall, cpu, view = timed(lambda: scan_view(run, "~obs [0-9]{9}", view_filter))
-    row("view filter ~obs [0-9]{9} (f)", wall, cpu, f"{wall / grep[0]:4.1f}x rg   {view.describe() if view else ''}"
-        if grep else "")
+    shown = view.describe() if view is not None else "cancelled"
+    row("view filter ~obs [0-9]{9} (f)", wall, cpu, f"{wall / grep[0]:4.1f}x rg   {shown}" if grep else shown)
     matches = view_filter.matches
 
     def decode_sample_filter():  # the continue and the view as they were: no byte test for this regex

@@ -9,11 +9,12 @@ Two answers, each a necessary condition on a text the regex matches:
   exactly as in its text (JSON escapes no word character; the newline that joins a step's
   texts is no word character either).
 * ``relaxed``: a byte regex that matches somewhere in a step's bytes whenever the regex
-  matches its text, for a step whose texts are its JSON strings as written (no escape, no
-  made-up text, ASCII: the caller checks). Anchors and word boundaries are dropped (a
-  superset); the rest is kept as it is, except where a match may run through the newline
-  that joins two texts: in the bytes the texts are apart, so what the match holds before
-  its first newline (or after its last) stands for it (``x\\s+y`` looks for ``x``).
+  matches its text, for a step whose texts are its JSON strings as written (ASCII, no
+  made-up text, no escape but ``\\n``: the caller checks). Anchors and word boundaries
+  are dropped (a superset); the rest is kept as it is, except where a match may run
+  through a newline (the one that joins two texts, or one written ``\\n``): in the bytes
+  what is on either side of it is apart, so what the match holds before its first
+  newline (or after its last) stands for it (``x\\s+y`` looks for ``x``).
 
 Both read the regex with Python's own parser (RE2's syntax is nearly Python's); a regex
 it reads differently from RE2 (``[[:alpha:]]``, ``x{,3}``) or refuses gets no answer.

@@ -175,8 +175,11 @@ def _events(text: st.SearchStrategy[str], tools: st.SearchStrategy[str]) -> st.S
 # ASCII texts JSON escapes: quotes, backslashes, tabs, newlines.
 _ESCAPED_TEXT = st.one_of(_PLAIN_TEXT, st.sampled_from(['a"b', "a\\b", "a\tb", "b\na", 'a\\"', '"a"', "a\\nb", "ab\n",
                                                         "\\u0061b", "a\r\nb", "a/b", "a\nb", "\nb"]))
-# A step is plain (its texts written as they are), escaped, or anything.
+# Short texts, so that matches often run from one text to the next.
+_SHORT_TEXT = st.sampled_from(["a", "b", "ab", " a", "b ", "a\nb", "b\na", "a\n", "\nb", ""])
+# A step is plain (its texts written as they are), short, escaped, or anything.
 _STEP_EVENTS = st.one_of(st.lists(_events(_PLAIN_TEXT, st.sampled_from(["calc", "a b"])), max_size=5),
+                         st.lists(_events(_SHORT_TEXT, st.sampled_from(["a", "b"])), max_size=4),
                          st.lists(_events(_ESCAPED_TEXT, st.sampled_from(["calc", 'q"x'])), max_size=4),
                          st.lists(_events(_TEXT, st.sampled_from(["calc", "zq", "a b", 'q"x'])), max_size=5))
 # Lines put at the end of a step as they are: damage, and valid lines of unusual spelling.

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agentdbg.cli import check, render
 from agentdbg.cli.stats import run_stats
-from agentdbg.debugger import quick
+from agentdbg.debugger import prefilter, quick
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession
 from agentdbg.engine import events as ev
@@ -239,13 +239,13 @@ def test_a_word_spelled_with_escapes_is_found(tmp_path: Path) -> None:
         assert DebugSession(document.runs[0]).search("x\\nzzz") == 10  # across the step's two thoughts
 
 
-def test_required_words_are_what_every_match_holds() -> None:
-    assert quick.required_words("not.there") == ["not", "there"]
-    assert quick.required_words("(?:abc)+x?yz") == ["abc", "yz"]
-    assert quick.required_words("a*b") == ["b"]
-    assert quick.required_words("foo|bar") == []
-    assert quick.required_words("x{0,3}") == []
-    assert quick.required_words("\\Qunreadable") == []  # RE2 syntax Python's parser refuses: no prefilter
+def test_the_words_every_match_holds() -> None:
+    assert prefilter.literal_set("not.there", False) == {"there"}  # (the longer of not, there)
+    assert prefilter.literal_set("(?:abc)+x?yz", False) == {"abc"}
+    assert prefilter.literal_set("a*b", False) == {"b"}
+    assert prefilter.literal_set("foo|bar", False) == {"foo", "bar"}
+    assert prefilter.literal_set("x{0,3}", False) is None
+    assert prefilter.literal_set("\\Qunreadable", False) is None  # RE2 syntax Python's parser refuses: no prefilter
 
 
 def test_words_that_texts_made_up_when_shown_can_hold_are_not_plain() -> None:

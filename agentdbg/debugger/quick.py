@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import importlib
 import itertools
 import json
 import os
@@ -40,7 +39,6 @@ QUIET_LINES = tuple(line_prefix(kind) for kind in (
     "operation"))
 _OBSERVATION, _GUARDS = line_prefix("observation"), line_prefix("guards")
 _NO_REPEAT = (b"0,", b"1,", b"0]", b"1]")  # the repeat counter's first digits: below 2
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 BytesTest = Callable[[int, bytes], bool]  # (step, data) -> may match
 
@@ -96,73 +94,24 @@ def _names_an_odd_tool(data: bytes) -> bool:
     return False
 
 
-def may_contain_word(pattern: str, case_sensitive: bool, made_up: bool = True) -> Callable[[bytes], bool] | None:
-    """For a regex that is one plain ASCII word: may a step's text contain it? None for
-    any other regex (it needs the decoded text). JSON escapes only quotes, backslashes and
-    control characters, so a word of letters, digits and underscores in a text appears
-    byte for byte in the line. A ``\\u`` escape or any non-ASCII byte means "may": Unicode
-    case folding (the Kelvin sign matches k) and the ``repr`` of unusual characters in a
-    call written without its text (``\\u200b``) could otherwise hide a match. With
-    ``made_up`` (a text that can hold what a step shows without its lines holding it: the
-    transcript, a call, arguments), a word such a text may hold (``word_is_plain``) gets
-    no test."""
-    if not _PLAIN_WORD.fullmatch(pattern) or (made_up and not word_is_plain(pattern)):
-        return None  # (a word a raw record's note or a made-up text may hold: decode)
-    word = pattern.encode("ascii")
-    if case_sensitive:
-        return lambda data: word in data or not data.isascii() or b"\\u" in data or b"\x7f" in data
-    lowered = word.lower()
-    return lambda data: lowered in data.lower() or not data.isascii() or b"\\u" in data or b"\x7f" in data
-
-
 # --- the same tests over a whole block of steps (agentdbg.trace.scan.Block) -------------
 
 BlockTest = Callable[[Any], set[int]]  # (block) -> the steps of the block that may match
-# Python's own regex parser, to read a regex's structure (its required words).
-_parser: Any = importlib.import_module("re._parser")
-_constants: Any = importlib.import_module("re._constants")
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _ODD_TOOL = re.compile(rb'"tool":"[^"\\\x80-\xff]*[\\\x80-\xff]')
-
-
-def required_words(pattern: str) -> list[str]:
-    """Runs of ASCII letters, digits and underscores that every match of ``pattern`` holds
-    (``not.there``: ``not`` and ``there``); none when the pattern cannot be read here (its
-    syntax is read with Python's parser: a pattern it refuses gives none)."""
-    try:
-        parsed = _parser.parse(pattern)
-    except Exception:  # RE2 syntax Python does not read: no words, no prefilter
-        return []
-    words: list[str] = []
-    _collect_words(list(parsed), words)
-    return words
-
-
-def _collect_words(items: list[Any], words: list[str]) -> None:
-    run: list[str] = []
-    for op, value in items:
-        if op is _constants.LITERAL and chr(value) in _WORD_CHARS:
-            run.append(chr(value))
-            continue
-        if run:
-            words.append("".join(run))
-            run = []
-        if op is _constants.SUBPATTERN:
-            _collect_words(list(value[-1]), words)
-        elif op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT) and value[0] >= 1:
-            _collect_words(list(value[2]), words)
-    if run:
-        words.append("".join(run))
 
 
 @dataclass(frozen=True)
 class _Prefilter:
     """How to rule out steps for one regex: ``searches`` over the raw bytes, and which
-    steps they cannot speak for. ``words``: searches for a literal set's words, trusted in
-    a step without a ``\\u`` escape (with ``invalid_too``, also of the searchable grammar;
-    with ``fold``, ASCII: ``Block.unusual``). Else one relaxed regex, trusted in a step
-    whose texts are its strings as written (``Block.not_verbatim``; with ``grammar``, also
-    every text it shows one of its strings)."""
+    steps they cannot speak for. ``words``: searches for a literal set's words. JSON
+    escapes only quotes, backslashes and control characters, so a word of letters, digits
+    and underscores in a text is byte for byte in the line, unless a ``\\u`` escape spells
+    it; under case folding a non-ASCII character may match one (the Kelvin sign is a
+    ``k``); with ``invalid_too`` (a word a text made up when shown may hold, see
+    ``word_is_plain``), a step not of the searchable grammar may show it too
+    (``Block.unusual``). Else one relaxed regex, trusted in a step whose texts are its
+    strings as written (``Block.not_verbatim``; with ``grammar``, also every text it shows
+    one of its strings)."""
 
     searches: tuple[Any, ...]  # any of them finding something: the step may match
     words: bool

@@ -226,6 +226,15 @@ def main() -> int:
         note = (f"rg -c -i {text}: {grep[0]:.2f} s ({grep[1]:.2f} s CPU), {wall / grep[0]:4.1f}x rg"
                 f" ({cpu / grep[1]:.1f}x in CPU)" if grep else "rg not installed (apt-get install ripgrep): skipped")
         row(f"search {text!r}" + ("" if found is None else f" (found {found}!)"), wall, cpu, note)
+    # A session keeps what its scans proved of each step (benchmarks: the next search, n).
+    session = DebugSession(run)
+    session.search("not.there", wrap=False)
+    session.search("x.y", wrap=False)
+    for text in ("[0-9]{9}", "x.y", "\\d{4}-\\d{2}"):
+        wall, cpu, found = timed(lambda text=text: session.search(text, wrap=False))
+        grep = rg(["-c", "-i", text, str(path)])
+        note = f"{wall / grep[0]:4.1f}x rg ({cpu / grep[1]:.1f}x in CPU)" if grep else ""
+        row(f"search {text!r} again, same session", wall, cpu, note)
     only_filter = BreakpointSet()
     for code in only_filter.auto:
         only_filter.auto[code] = False

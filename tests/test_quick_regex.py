@@ -277,6 +277,13 @@ def _missed(path: Path, pattern_text: str) -> list[tuple[str, int]]:
                 data = run.step_bytes(step)
                 if step_test is not None and data is not None and not step_test(data):
                     missed.append(("search, one step", step))
+        # The session's searches, one after the other (each takes what the others proved).
+        matching = [step for step, record in records.items() if searched.found(filters.transcript_text(record))]
+        session = DebugSession(run)
+        for origin in (len(records), 0, 2, 5):
+            expected = next((step for step in matching if step > origin), matching[0] if matching else None)
+            if session.search(pattern_text, from_step=origin) != expected:
+                missed.append(("session search from", origin))
         for cls in (filters.FText, filters.FObs, filters.FThought, filters.FAction, filters.FArgs, filters.FAnswer):
             flt = cls(pattern_text)
             test = flt.block_test()
@@ -415,6 +422,29 @@ def test_a_search_for_a_regex_without_a_word_decodes_only_what_may_match(tmp_pat
         decoded.clear()
         assert DebugSession(run).search("qx|zq", from_step=0) is None
         assert decoded == []
+
+
+def test_a_second_search_takes_what_the_first_proved(tmp_path: Path, monkeypatch) -> None:
+    steps = [([ev.Thought(step=0, text="plain"), ev.Observation(step=0, text=f"{n}")], b"") for n in range(60)]
+    steps[40] = ([ev.Observation(step=0, text="x-y")], b"")
+    steps[50] = ([ev.ActionTaken(step=0, tool="calc", args="x-y")], b"")  # shown as calc[x-y]: made up
+    path = _trace(tmp_path / "run.jsonl", steps)
+    proved: list[int] = []
+    real = scan.Block._not_shown_verbatim
+    monkeypatch.setattr(scan.Block, "_not_shown_verbatim", lambda block, end: proved.append(block.first) or real(block, end))
+    with open_trace(path) as document:
+        document.wait(HANG)
+        session = DebugSession(document.runs[0])
+        assert session.search("q.z", from_step=0) is None  # every step looked at
+        assert proved
+        proved.clear()
+        assert session.search("x.y", from_step=0) == 41  # another regex: the same proofs
+        assert session.search("x.y", from_step=41) == 51  # the made-up call, found again
+        assert session.search("x.y", from_step=51) == 41  # round the run
+        assert session.search("x.y", from_step=20, forward=False) == 51
+        assert proved == []  # every block's steps were proved by the first search
+        assert DebugSession(document.runs[0]).search("x.y", from_step=41) == 51  # (a new session proves again)
+        assert proved
 
 
 def test_search_pattern_text_gets_the_same_test() -> None:

@@ -32,6 +32,7 @@ from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
+from agentdbg.debugger.proofs import StepProofs
 from agentdbg.debugger.view import StepView
 from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
 from agentdbg.model.state import RunState, StepRecord
@@ -72,6 +73,7 @@ class DebugSession:
         self.breakpoints = breakpoints if breakpoints is not None else BreakpointSet()
         self.cursor = 1 if run.step_count > 0 else 0
         self.view: StepView | None = None  # a view filter: stepping moves between its steps
+        self._proofs = StepProofs()  # what scans proved of the steps' bytes, for the next scan
 
     # --- what is at the cursor -------------------------------------------------------
 
@@ -269,7 +271,8 @@ class DebugSession:
                     return None
                 if progress is not None:
                     progress(block.first if forward else block.last)
-                for done, step in enumerate(sorted(may_stop(block), reverse=not forward), 1):
+                may = self._proofs.test(run, block, may_stop)
+                for done, step in enumerate(sorted(may, reverse=not forward), 1):
                     if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
                         return None  # (a block may hold thousands of steps to decode)
                     reasons = register(run.record(step))
@@ -356,7 +359,8 @@ class DebugSession:
                     return None
                 if progress is not None:
                     progress(block.first if forward else block.last)
-                for done, step in enumerate(sorted(may_match(block), reverse=not forward), 1):
+                may = self._proofs.test(run, block, may_match)
+                for done, step in enumerate(sorted(may, reverse=not forward), 1):
                     if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
                         return None
                     if pattern.found(transcript_text(self.run.record(step))):

@@ -251,6 +251,14 @@ class Block:
         self._not_verbatim[grammar] = found
         return found
 
+    def proven(self) -> dict[bool, set[int]]:
+        """What ``not_verbatim`` has found in this block so far, by its ``grammar``."""
+        return dict(self._not_verbatim)
+
+    def prove(self, grammar: bool, steps: set[int]) -> None:
+        """Give ``not_verbatim(grammar)`` its answer, found by an earlier scan of the same steps."""
+        self._not_verbatim[grammar] = steps
+
     def _not_shown_verbatim(self, verbatim_end: Callable[[bytes, int, int], int]) -> set[int]:
         """The steps ``_VERBATIM_STEPS`` does not take. Once the block is classified (in a
         worker process, during a forward scan), only its candidates are matched against

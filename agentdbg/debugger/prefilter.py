@@ -85,7 +85,7 @@ class _Lits:
 
 def literal_set(pattern: str, fold: bool) -> frozenset[str] | None:
     """Words one of which every match of ``pattern`` holds (lowercase with ``fold``: look
-    for them case-blind); None when there is no such set (``a.*``, ``[0-9]+``) or the
+    for them case-blind); None when there is no such set (``a|.``, ``[a-z]+``) or the
     pattern cannot be read here."""
     parsed = parse(pattern)
     if parsed is None:
@@ -100,6 +100,7 @@ def literal_set(pattern: str, fold: bool) -> frozenset[str] | None:
 
 
 def useful(words: frozenset[str] | None) -> bool:
+    """Is a literal set worth searching for rather than a relaxed regex (no one-letter word)?"""
     return bool(words) and min(map(len, words)) >= MIN_USEFUL  # type: ignore[arg-type]
 
 

@@ -123,6 +123,13 @@ def test_a_regex_without_a_word_gets_a_block_test() -> None:
     assert quick.word_block_test is quick.regex_block_test
 
 
+def test_a_regex_every_step_line_matches_gets_no_test() -> None:
+    # Every step would be kept: decoding them straight away is cheaper.
+    for pattern in ['"', "[0-9]", "type|zq", "p\"", ".+", "\\w"]:
+        assert quick.regex_block_test(pattern, False) is None, pattern
+    assert quick.regex_block_test("[0-9]{2}", False) is not None  # (a step's number may have one digit)
+
+
 def test_without_re2_only_literal_sets_are_used(monkeypatch) -> None:
     monkeypatch.setattr(quick, "_re2", None)
     quick._prefilter.cache_clear()

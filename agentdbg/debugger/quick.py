@@ -154,7 +154,7 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
     if relaxed is not None:
         search = _compile_bytes(relaxed.pattern, relaxed.fold)
         if search is not None:
-            return _Prefilter((search,), words=False, grammar=made_up)
+            return None if _in_every_step(search) else _Prefilter((search,), words=False, grammar=made_up)
     if not words:
         return None
     # A few words: one search each (RE2 skips to each one's first byte, several times
@@ -162,10 +162,19 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
     spelled = [re.escape(word.encode("ascii")) for word in sorted(_fewer_words(words), key=len, reverse=True)]
     groups = [[word] for word in spelled] if len(spelled) <= FEW_WORDS else [spelled]
     searches = tuple(_compile_bytes(b"|".join(group), fold) for group in groups)
-    if any(search is None for search in searches):
+    if any(search is None or _in_every_step(search) for search in searches):
         return None
     invalid_too = made_up and not all(word_is_plain(word) for word in words)
     return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too)
+
+
+# Bytes every step holds (its step line, with the one digit its number surely has): a
+# search that finds something in them keeps every step, better decoded straight away.
+_EVERY_STEP = b'{"type":"step","step":1}\n'
+
+
+def _in_every_step(search: Any) -> bool:
+    return search(_EVERY_STEP, 0, len(_EVERY_STEP)) is not None
 
 
 def _fewer_words(words: frozenset[str], shortest: int = 3) -> set[str]:

@@ -354,6 +354,29 @@ def test_a_view_filter_keeps_the_steps_decoding_every_step_keeps(tmp_path: Path,
         assert view is not None and list(view.steps) == expected
 
 
+def test_a_view_filter_over_blocks_can_be_cancelled(tmp_path: Path) -> None:
+    import threading
+
+    steps = [([ev.Observation(step=0, text="id 123456789")], b"")] * 600  # every step decoded
+    path = _trace(tmp_path / "run.jsonl", steps)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        run = document.runs[0]
+        cancel = threading.Event()
+        decoded: list[int] = []
+        real = run.record
+
+        def record(step: int):
+            decoded.append(step)
+            if len(decoded) == 10:
+                cancel.set()
+            return real(step)
+
+        run.record = record
+        assert scan_view(run, "~obs [0-9]{9}", filters.parse_filter("~obs [0-9]{9}"), cancel) is None
+        assert len(decoded) < 300  # stopped long before the last step
+
+
 def test_a_relaxation_that_keeps_an_anchor_is_caught(tmp_path: Path, monkeypatch) -> None:
     # The check above can fail: a relaxed regex that kept ^ (the start of the bytes, not
     # of a text) would leave out the step whose observation starts with the match.

@@ -12,7 +12,9 @@
   continue       a continue with the automatic breaks from one error to the other, 10
                  steps from each end of a run of quiet steps (as debugger_scan.py)
   regex filter   the same continue with a filter breakpoint ``~obs z+z`` that never matches
-  search         transcript search for a word and for a regex that are not there
+  search         transcript search for words and regexes that are not there (regexes without
+                 a required word too), a continue with the filter breakpoint ``~obs [0-9]{9}``
+                 and the view filter of the same, each beside ``rg -c -i`` of the regex
   baselines      decoding every step (check, stats: timed on the first --naive-steps steps and
                  scaled; continue: the step-by-step scan it replaces, whole), ripgrep ``rg -c``
                  on the same file (skipped with a note when ``rg`` is missing), and Toolong's
@@ -46,7 +48,9 @@ from gen_trace import DATA, NO_CHECKPOINTS, ensure_trace, label  # noqa: E402
 from agentdbg.cli import check, render  # noqa: E402
 from agentdbg.cli.stats import run_stats  # noqa: E402
 from agentdbg.debugger.breakpoints import BreakpointSet  # noqa: E402
+from agentdbg.debugger.filters import parse_filter  # noqa: E402
 from agentdbg.debugger.session import DebugSession  # noqa: E402
+from agentdbg.debugger.view import scan_view  # noqa: E402
 from agentdbg.engine import events as ev  # noqa: E402
 from agentdbg.state import RunState, Tally  # noqa: E402
 from agentdbg.trace.reader import open_trace  # noqa: E402
@@ -236,12 +240,44 @@ def main() -> int:
     print("search (no match), and ripgrep on the same file")
     document = opened(path)
     run = document.runs[0]
-    for text, rg_args in (("zzz", ["-c", "-i", "zzz"]), ("not.there", ["-c", "-i", "not.there"])):
+    # Words, then regexes without a required word: a literal set (qx|zq, colou?r|hue) or
+    # a relaxed byte regex ([0-9]{9}, x.y, \d{4}-\d{2}). Smart case: rg -i alike.
+    for text in ("zzz", "not.there", "qx|zq", "(?i)colou?r|hue", "[0-9]{9}", "x.y", "\\d{4}-\\d{2}"):
         wall, cpu, found = timed(lambda text=text: DebugSession(run).search(text, wrap=False))
-        grep = rg([*rg_args, str(path)])
-        note = (f"rg -c -i {rg_args[-1]}: {grep[0]:.2f} s ({grep[1]:.2f} s CPU), {wall / grep[0]:4.1f}x rg"
-                if grep else "rg not installed (apt-get install ripgrep): skipped")
-        row(f"search {text!r}", wall, cpu, note)
+        grep = rg(["-c", "-i", text, str(path)])
+        note = (f"rg -c -i {text}: {grep[0]:.2f} s ({grep[1]:.2f} s CPU), {wall / grep[0]:4.1f}x rg"
+                f" ({cpu / grep[1]:.1f}x in CPU)" if grep else "rg not installed (apt-get install ripgrep): skipped")
+        row(f"search {text!r}" + ("" if found is None else f" (found {found}!)"), wall, cpu, note)
+    # A session keeps what its scans proved of each step (benchmarks: the next search, n).
+    session = DebugSession(run)
+    session.search("not.there", wrap=False)
+    session.search("x.y", wrap=False)
+    for text in ("[0-9]{9}", "x.y", "\\d{4}-\\d{2}"):
+        wall, cpu, found = timed(lambda text=text: session.search(text, wrap=False))
+        grep = rg(["-c", "-i", text, str(path)])
+        note = f"{wall / grep[0]:4.1f}x rg ({cpu / grep[1]:.1f}x in CPU)" if grep else ""
+        row(f"search {text!r} again, same session", wall, cpu, note)
+    only_filter = BreakpointSet()
+    for code in only_filter.auto:
+        only_filter.auto[code] = False
+    only_filter.add("filter", "~obs [0-9]{9}")
+    wall, cpu, message = timed(lambda: continue_from(run, only_filter))
+    grep = rg(["-c", "-i", "[0-9]{9}", str(path)])
+    row("continue with ~obs [0-9]{9} (no match)", wall, cpu,
+        f"{wall / grep[0]:4.1f}x rg   {message[:36]}" if grep else message[:40])
+    view_filter = parse_filter("~obs [0-9]{9}")
+    wall, cpu, view = timed(lambda: scan_view(run, "~obs [0-9]{9}", view_filter))
+    shown = view.describe() if view is not None else "cancelled"
+    row("view filter ~obs [0-9]{9} (f)", wall, cpu, f"{wall / grep[0]:4.1f}x rg   {shown}" if grep else shown)
+    matches = view_filter.matches
+
+    def decode_sample_filter():  # the continue and the view as they were: no byte test for this regex
+        for record in render.iter_records(run, 1, sample):
+            matches(record)
+
+    naive_wall, naive_cpu, _ = timed(decode_sample_filter)
+    row(f"baseline: every step decoded ({sample:,}, scaled)", naive_wall * scale, naive_cpu * scale,
+        f"fast is {naive_wall * scale / wall:5.1f}x faster")
     document.close()
 
     print("Toolong (a log viewer; no headless search, check or stats: its open and index)")

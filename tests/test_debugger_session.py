@@ -371,13 +371,22 @@ def test_a_scan_over_a_file_decodes_only_steps_that_may_stop():
     assert run.decoded == [701]
 
 
-def test_a_filter_breakpoint_makes_the_scan_decode_every_step():
+def test_a_filter_breakpoint_without_a_byte_test_makes_the_scan_decode_every_step():
+    run = FileLikeRun(synthetic_events(300, error_every=250))
+    breakpoints = BreakpointSet()
+    breakpoints.add("filter", "~obs ^[^x]{3}$")  # nothing to look for in the bytes
+    session = DebugSession(run, breakpoints)
+    assert session.continue_forward() == Stop(99, ["breakpoint: ~obs ^[^x]{3}$"])
+    assert run.decoded == list(range(2, 100))
+
+
+def test_a_filter_breakpoint_decodes_only_the_steps_whose_bytes_may_match():
     run = FileLikeRun(synthetic_events(300, error_every=250))
     breakpoints = BreakpointSet()
     breakpoints.add("filter", "~obs ^200$")
     session = DebugSession(run, breakpoints)
     assert session.continue_forward() == Stop(199, ["breakpoint: ~obs ^200$"])
-    assert run.decoded == list(range(2, 200))
+    assert run.decoded == [20, 120, 199]  # (token totals 200 and 1200)
 
 
 @pytest.mark.parametrize("plan", ["library_hallucinating.toml", "library_stuck.toml", "bad_arguments.toml",

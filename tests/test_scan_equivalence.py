@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agentdbg.cli import check, render
 from agentdbg.cli.stats import run_stats
-from agentdbg.debugger import quick
+from agentdbg.debugger import prefilter, quick
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.session import DebugSession
 from agentdbg.engine import events as ev
@@ -208,8 +208,8 @@ def test_continue_stops_where_stepping_through_every_step_stops(tmp_path: Path, 
 def _found(path: Path, text: str, blocks: bool, monkeypatch) -> list:
     with monkeypatch.context() as patch:
         if not blocks:  # every step decoded
-            patch.setattr(quick, "word_block_test", lambda *a: None)
-            patch.setattr(quick, "may_contain_word", lambda *a: None)
+            patch.setattr(quick, "regex_block_test", lambda *a: None)
+            patch.setattr(quick, "regex_bytes_test", lambda *a: None)
         with open_trace(path) as document:
             document.wait(HANG)
             session = DebugSession(document.runs[0])
@@ -239,13 +239,13 @@ def test_a_word_spelled_with_escapes_is_found(tmp_path: Path) -> None:
         assert DebugSession(document.runs[0]).search("x\\nzzz") == 10  # across the step's two thoughts
 
 
-def test_required_words_are_what_every_match_holds() -> None:
-    assert quick.required_words("not.there") == ["not", "there"]
-    assert quick.required_words("(?:abc)+x?yz") == ["abc", "yz"]
-    assert quick.required_words("a*b") == ["b"]
-    assert quick.required_words("foo|bar") == []
-    assert quick.required_words("x{0,3}") == []
-    assert quick.required_words("\\Qunreadable") == []  # RE2 syntax Python's parser refuses: no prefilter
+def test_the_words_every_match_holds() -> None:
+    assert prefilter.literal_set("not.there", False) == {"there"}  # (the longer of not, there)
+    assert prefilter.literal_set("(?:abc)+x?yz", False) == {"abc"}
+    assert prefilter.literal_set("a*b", False) == {"b"}
+    assert prefilter.literal_set("foo|bar", False) == {"foo", "bar"}
+    assert prefilter.literal_set("x{0,3}", False) is None
+    assert prefilter.literal_set("\\Qunreadable", False) is None  # RE2 syntax Python's parser refuses: no prefilter
 
 
 def test_words_that_texts_made_up_when_shown_can_hold_are_not_plain() -> None:
@@ -295,13 +295,13 @@ def test_a_continue_over_a_block_of_many_candidates_can_be_cancelled(tmp_path: P
     import threading
 
     monkeypatch.setattr(scan, "BLOCK_BYTES", 4 * 1024 * 1024)  # the whole run in one block
-    steps = [([ev.Thought(step=0, text="a thought"), ev.Observation(step=0, text="aaa")], b"")] * 2_000
+    steps = [([ev.Thought(step=0, text="a thought"), ev.Observation(step=0, text='a "aa"')], b"")] * 2_000
     path = _trace(tmp_path, steps, False, 10**9)
     with open_trace(path) as document:
         document.wait(HANG)
         run = document.runs[0]
         breakpoints = BreakpointSet()
-        breakpoints.add("filter", "~obs (a+)+b")  # every step holds "a": all are decoded
+        breakpoints.add("filter", "~obs (a+)+b")  # every step's text is escaped: all are decoded
         session = DebugSession(run, breakpoints)
         cancel = threading.Event()
         decoded: list[int] = []

@@ -271,11 +271,11 @@ class _Regex(_Arg):
         return _search(self.pattern, getattr(record, self.field))
 
     def bytes_test(self) -> quick.BytesTest | None:
-        may_contain = quick.may_contain_word(self.argument, regex.has_upper(self.argument), self.made_up)
-        return None if may_contain is None else (lambda step, data: may_contain(data))
+        may_match = quick.regex_bytes_test(self.argument, regex.has_upper(self.argument), self.made_up)
+        return None if may_match is None else (lambda step, data: may_match(data))
 
     def block_test(self) -> quick.BlockTest | None:
-        return quick.word_block_test(self.argument, regex.has_upper(self.argument), self.made_up)
+        return quick.regex_block_test(self.argument, regex.has_upper(self.argument), self.made_up)
 
 
 class FTool(_Arg):

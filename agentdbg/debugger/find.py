@@ -57,7 +57,7 @@ class Query:
         if pattern is None:
             return lambda step: False
         step_bytes = run.step_bytes if isinstance(run, RawSteps) else None
-        may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
+        may_contain = (quick.regex_bytes_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
                        if step_bytes is not None else None)
 
         def test(step: int) -> bool:

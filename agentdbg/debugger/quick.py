@@ -11,16 +11,26 @@ event per line) and treat anything else as "may match".
 from __future__ import annotations
 
 import ast
-import importlib
+import functools
+import itertools
 import json
+import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentdbg.debugger import prefilter
 from agentdbg.engine import events as ev
 from agentdbg.model import state
+from agentdbg.trace import scan
 from agentdbg.trace.format import line_prefix
+
+try:
+    import re2 as _re2
+except ImportError:  # pragma: no cover - a platform without its wheels: no relaxed regex
+    _re2 = None
 
 # Events that never stop a continue by themselves; observations and guard counters are
 # looked into (an error observation, a repeat counter of 2 or more).
@@ -29,7 +39,6 @@ QUIET_LINES = tuple(line_prefix(kind) for kind in (
     "operation"))
 _OBSERVATION, _GUARDS = line_prefix("observation"), line_prefix("guards")
 _NO_REPEAT = (b"0,", b"1,", b"0]", b"1]")  # the repeat counter's first digits: below 2
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_]+")
 
 BytesTest = Callable[[int, bytes], bool]  # (step, data) -> may match
 
@@ -85,81 +94,142 @@ def _names_an_odd_tool(data: bytes) -> bool:
     return False
 
 
-def may_contain_word(pattern: str, case_sensitive: bool, made_up: bool = True) -> Callable[[bytes], bool] | None:
-    """For a regex that is one plain ASCII word: may a step's text contain it? None for
-    any other regex (it needs the decoded text). JSON escapes only quotes, backslashes and
-    control characters, so a word of letters, digits and underscores in a text appears
-    byte for byte in the line. A ``\\u`` escape or any non-ASCII byte means "may": Unicode
-    case folding (the Kelvin sign matches k) and the ``repr`` of unusual characters in a
-    call written without its text (``\\u200b``) could otherwise hide a match. With
-    ``made_up`` (a text that can hold what a step shows without its lines holding it: the
-    transcript, a call, arguments), a word such a text may hold (``word_is_plain``) gets
-    no test."""
-    if not _PLAIN_WORD.fullmatch(pattern) or (made_up and not word_is_plain(pattern)):
-        return None  # (a word a raw record's note or a made-up text may hold: decode)
-    word = pattern.encode("ascii")
-    if case_sensitive:
-        return lambda data: word in data or not data.isascii() or b"\\u" in data or b"\x7f" in data
-    lowered = word.lower()
-    return lambda data: lowered in data.lower() or not data.isascii() or b"\\u" in data or b"\x7f" in data
-
-
 # --- the same tests over a whole block of steps (agentdbg.trace.scan.Block) -------------
 
 BlockTest = Callable[[Any], set[int]]  # (block) -> the steps of the block that may match
-# Python's own regex parser, to read a regex's structure (its required words).
-_parser: Any = importlib.import_module("re._parser")
-_constants: Any = importlib.import_module("re._constants")
-_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 _ODD_TOOL = re.compile(rb'"tool":"[^"\\\x80-\xff]*[\\\x80-\xff]')
 
 
-def required_words(pattern: str) -> list[str]:
-    """Runs of ASCII letters, digits and underscores that every match of ``pattern`` holds
-    (``not.there``: ``not`` and ``there``); none when the pattern cannot be read here (its
-    syntax is read with Python's parser: a pattern it refuses gives none)."""
+@dataclass(frozen=True)
+class _Prefilter:
+    """How to rule out steps for one regex: ``searches`` over the raw bytes, and which
+    steps they cannot speak for. ``words``: searches for a literal set's words. JSON
+    escapes only quotes, backslashes and control characters, so a word of letters, digits
+    and underscores in a text is byte for byte in the line, unless a ``\\u`` escape spells
+    it; under case folding a non-ASCII character may match one (the Kelvin sign is a
+    ``k``); with ``invalid_too`` (a word a text made up when shown may hold, see
+    ``word_is_plain``), a step not of the searchable grammar may show it too
+    (``Block.unusual``). Else one relaxed regex, trusted in a step whose texts are its
+    strings as written (``Block.not_verbatim``; with ``grammar``, also every text it shows
+    one of its strings)."""
+
+    searches: tuple[Any, ...]  # any of them finding something: the step may match
+    words: bool
+    fold: bool = False
+    invalid_too: bool = False
+    grammar: bool = False
+
+    def block(self, block: Any) -> set[int]:
+        found: set[int] = set().union(*(block.steps_matching(search) for search in self.searches))
+        cannot_tell: set[int] = (block.unusual(self.invalid_too, self.fold) if self.words
+                                 else block.not_verbatim(self.grammar))
+        return found | cannot_tell
+
+    def step(self, data: bytes) -> bool:
+        if any(search(data, 0, len(data)) is not None for search in self.searches):
+            return True
+        if self.words:
+            return (not data.isascii() or b"\\u" in data or b"\x7f" in data
+                    or (self.invalid_too and not scan.is_verbatim(data)))
+        return not scan.is_verbatim(data, self.grammar)
+
+
+FEW_WORDS = 4  # a literal set of at most this many words is searched one word at a time
+
+
+@functools.lru_cache(maxsize=128)
+def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter | None:
+    """The best way to rule out steps for ``pattern`` (None: none, decode every step): a
+    useful literal set (``prefilter.literal_set``), else the relaxed regex (RE2 only), else
+    a weak literal set."""
+    parsed = prefilter.parse(pattern)
+    if parsed is None:
+        return None
     try:
-        parsed = _parser.parse(pattern)
-    except Exception:  # RE2 syntax Python does not read: no words, no prefilter
-        return []
-    words: list[str] = []
-    _collect_words(list(parsed), words)
-    return words
-
-
-def _collect_words(items: list[Any], words: list[str]) -> None:
-    run: list[str] = []
-    for op, value in items:
-        if op is _constants.LITERAL and chr(value) in _WORD_CHARS:
-            run.append(chr(value))
-            continue
-        if run:
-            words.append("".join(run))
-            run = []
-        if op is _constants.SUBPATTERN:
-            _collect_words(list(value[-1]), words)
-        elif op in (_constants.MAX_REPEAT, _constants.MIN_REPEAT) and value[0] >= 1:
-            _collect_words(list(value[2]), words)
-    if run:
-        words.append("".join(run))
-
-
-def word_block_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> BlockTest | None:
-    """For a regex holding a word (``required_words``): the steps of a block whose text may
-    match it. A step's transcript is its lines' texts, so the word is in its bytes, except
-    in a step whose bytes cannot show that (``Block.unusual``: a ``\\u`` escape, non-ASCII
-    text, an event whose text is made up when shown); those may match. None for a regex
-    without such a word (every step is decoded)."""
-    words = required_words(pattern)
+        fold = not case_sensitive or prefilter.folds_case(parsed)
+    except RecursionError:  # (nested deeper than Python's parser itself goes)
+        return None
+    words = prefilter.literal_set(pattern, fold)
+    relaxed = prefilter.relaxed(pattern, fold) if _re2 is not None and not prefilter.useful(words) else None
+    if relaxed is not None:
+        search = _compile_bytes(relaxed.pattern, relaxed.fold)
+        if search is not None:
+            return None if _in_every_step(search) else _Prefilter((search,), words=False, grammar=made_up)
     if not words:
         return None
-    text = max(words, key=len)
-    word = text.encode("ascii")
-    fold = not case_sensitive or "(?" in pattern  # (?i) inside: look case-blind
-    if fold:
-        word = word.lower()
-    invalid_too = made_up and not word_is_plain(text)
-    return lambda block: block.steps_holding(word, lowered=fold) | block.unusual(invalid_too, fold)
+    # A few words: one search each (RE2 skips to each one's first byte, several times
+    # faster than an alternation, which reads every byte).
+    spelled = [re.escape(word.encode("ascii")) for word in sorted(_fewer_words(words), key=len, reverse=True)]
+    groups = [[word] for word in spelled] if len(spelled) <= FEW_WORDS else [spelled]
+    searches = tuple(_compile_bytes(b"|".join(group), fold) for group in groups)
+    if any(search is None or _in_every_step(search) for search in searches):
+        return None
+    invalid_too = made_up and not all(word_is_plain(word) for word in words)
+    return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too)
+
+
+# Bytes every step holds (its step line, with the one digit its number surely has): a
+# search that finds something in them keeps every step, better decoded straight away.
+_EVERY_STEP = b'{"type":"step","step":1}\n'
+
+
+def _in_every_step(search: Any) -> bool:
+    return search(_EVERY_STEP, 0, len(_EVERY_STEP)) is not None
+
+
+def _fewer_words(words: frozenset[str], shortest: int = 3) -> set[str]:
+    """The same requirement with fewer searches: a word holding another goes (the other
+    finds it), and words sharing a beginning of ``shortest`` or more letters become that
+    beginning (``color``, ``colour``: ``colo``)."""
+    kept = set(words)
+    merged = True
+    while merged and len(kept) > 1:
+        merged = False
+        for a, b in itertools.combinations(sorted(kept), 2):
+            common = os.path.commonprefix([a, b])
+            if a in b or b in a or len(common) >= shortest:
+                kept -= {a, b}
+                kept.add(a if a in b else b if b in a else common)
+                merged = True
+                break
+    return kept
+
+
+def _compile_bytes(pattern: bytes, fold: bool) -> Any:
+    """A search(data, pos, endpos) over raw bytes: RE2 (LATIN1); Python's engine for a plain
+    alternation of words when RE2 is missing (nothing to backtrack into)."""
+    if _re2 is None:
+        if any(ch in pattern for ch in b"*+?{["):
+            return None
+        return re.compile(pattern, re.IGNORECASE if fold else 0).search
+    options = _re2.Options()
+    options.encoding = _re2.Options.Encoding.LATIN1
+    options.case_sensitive = not fold
+    options.log_errors = False
+    options.max_mem = 64 << 20
+    try:
+        return _re2.compile(pattern, options).search
+    except _re2.error:  # too large for RE2: no prefilter
+        return None
+
+
+def regex_block_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> BlockTest | None:
+    """For a regex over a step's transcript (``made_up``: or a field that may show what the
+    step's lines do not hold, see ``filters._Regex``; else a field copied from one event):
+    the steps of a block whose bytes may match it. Never leaves out a step that matches:
+    a step its bytes cannot speak for is always in. None when the regex gives nothing to
+    look for (every step is decoded)."""
+    found = _prefilter(pattern, bool(case_sensitive), made_up)
+    return None if found is None else found.block
+
+
+def regex_bytes_test(pattern: str, case_sensitive: bool, made_up: bool = True) -> Callable[[bytes], bool] | None:
+    """``regex_block_test`` for one step's bytes: False only when the step cannot match."""
+    found = _prefilter(pattern, bool(case_sensitive), made_up)
+    return None if found is None else found.step
+
+
+word_block_test = regex_block_test  # (its former name: a required word was all it looked for)
 
 
 _NUMBER_WORD = re.compile(r"[0-9eE]*|inf|nan|infinity", re.IGNORECASE)

@@ -2,9 +2,9 @@
 steps matches. ``~wrong`` and ``~correct`` match the step where a graded run ended, so in
 the run list they pick exactly the runs judged wrong or correct.
 
-A scan reads steps (over a trace file, steps the filter's byte test rules out are passed
-without being decoded, as a continue does) and looks at ``cancel`` every few hundred
-steps. A step that cannot be read does not match.
+A scan reads steps (over a trace file a block of steps at a time: steps the filter's
+byte test rules out are passed without being decoded, as a continue does) and looks at
+``cancel`` every few hundred steps. A step that cannot be read does not match.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agentdbg.debugger.filters import Filter
-from agentdbg.model.runs import RawSteps
+from agentdbg.model.runs import Advancing, RawSteps, StepBlocks
 
 CANCEL_EVERY = 256  # steps between looks at the cancel flag
 PROGRESS_EVERY = 4096  # steps between progress calls
@@ -25,9 +25,14 @@ def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = 
     """The numbers of the steps ``first``..``stop`` (default: those known now) that ``flt``
     matches, in order; yields None and ends when ``cancel`` is set."""
     match = flt.predicate()
+    last = run.step_count if stop is None else stop
+    may_match = (flt.block_test() if isinstance(run, StepBlocks) and not isinstance(run, Advancing)
+                 else None)
+    if may_match is not None:  # a trace file: a few MiB of steps at a time
+        yield from _matching_in_blocks(run, match, may_match, cancel, first, last, progress)
+        return
     cannot_match = flt.bytes_test()
     step_bytes = run.step_bytes if cannot_match is not None and isinstance(run, RawSteps) else None
-    last = run.step_count if stop is None else stop
     for step in range(first, last + 1):
         if step % CANCEL_EVERY == 0:
             if cancel is not None and cancel.is_set():
@@ -44,6 +49,32 @@ def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = 
                 yield step
         except (IndexError, ValueError, OSError):
             continue
+
+
+def _matching_in_blocks(run: Any, match: Callable[[Any], bool], may_match: Callable[[Any], set[int]],
+                        cancel: threading.Event | None, first: int, last: int,
+                        progress: Callable[[int], None] | None) -> Iterator[int | None]:
+    """``iter_matching_steps`` over a trace file's blocks of steps: only the steps the
+    filter's block test cannot rule out are decoded (``agentdbg.trace.scan``)."""
+    if last < first:
+        return
+    for block in run.step_blocks(first, last):
+        if cancel is not None and cancel.is_set():
+            yield None
+            return
+        if progress is not None:
+            progress(block.first)
+        # (steps too large to be read with the others: each is looked at, as a continue does)
+        steps = sorted(may_match(block)) if block.data else range(block.first, block.last + 1)
+        for done, step in enumerate(steps, 1):
+            if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+                yield None
+                return
+            try:
+                if match(run.record(step)):
+                    yield step
+            except (IndexError, ValueError, OSError):
+                continue
 
 
 def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) -> bool | None:

@@ -32,6 +32,7 @@ from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.filters import compile_regex, transcript_text
+from agentdbg.debugger.proofs import StepProofs
 from agentdbg.debugger.view import StepView
 from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
 from agentdbg.model.state import RunState, StepRecord
@@ -72,6 +73,7 @@ class DebugSession:
         self.breakpoints = breakpoints if breakpoints is not None else BreakpointSet()
         self.cursor = 1 if run.step_count > 0 else 0
         self.view: StepView | None = None  # a view filter: stepping moves between its steps
+        self._proofs = StepProofs()  # what scans proved of the steps' bytes, for the next scan
 
     # --- what is at the cursor -------------------------------------------------------
 
@@ -269,7 +271,8 @@ class DebugSession:
                     return None
                 if progress is not None:
                     progress(block.first if forward else block.last)
-                for done, step in enumerate(sorted(may_stop(block), reverse=not forward), 1):
+                may = self._proofs.test(run, block, may_stop)
+                for done, step in enumerate(sorted(may, reverse=not forward), 1):
                     if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
                         return None  # (a block may hold thousands of steps to decode)
                     reasons = register(run.record(step))
@@ -305,13 +308,13 @@ class DebugSession:
             return None
         # Over a trace file, a plain word is looked for in the raw lines first.
         step_bytes = self.run.step_bytes if isinstance(self.run, RawSteps) else None
-        may_contain = (quick.may_contain_word(pattern.pattern, not pattern.flags & re.IGNORECASE)
+        may_contain = (quick.regex_bytes_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
                        if step_bytes is not None else None)
         count = self.run.step_count
         if count == 0:
             return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
-        may_match = (quick.word_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
+        may_match = (quick.regex_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
                      if isinstance(self.run, StepBlocks) else None)
         if may_match is not None:
             return self._search_blocks(pattern, may_match, forward, origin, count, wrap, cancel, progress)
@@ -341,7 +344,7 @@ class DebugSession:
                        count: int, wrap: bool, cancel: threading.Event | None,
                        progress: Callable[[int], None] | None) -> int | None:
         """``search`` over a trace file a block of steps at a time: only the steps whose
-        bytes may hold the pattern's word are decoded (``quick.word_block_test``)."""
+        bytes may match the pattern are decoded (``quick.regex_block_test``)."""
         if forward:
             spans = [(origin + 1, count)] + ([(1, min(origin, count))] if wrap else [])
         else:
@@ -356,7 +359,8 @@ class DebugSession:
                     return None
                 if progress is not None:
                     progress(block.first if forward else block.last)
-                for done, step in enumerate(sorted(may_match(block), reverse=not forward), 1):
+                may = self._proofs.test(run, block, may_match)
+                for done, step in enumerate(sorted(may, reverse=not forward), 1):
                     if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
                         return None
                     if pattern.found(transcript_text(self.run.record(step))):

@@ -88,6 +88,17 @@ _SEARCHABLE_STEPS = (rb'(?:\{"type":"step","step":' + _INT + rb'\}\n(?:\{"type":
                                   for kind in tally._KINDS)
                      + rb')\}\n|checkpoint",[^\n]*\n))*)*')
 
+# Searchable steps whose every shown text is one of their JSON strings as written: each
+# action carries its call (else it is shown made up from its tool and arguments).
+_NONEMPTY_STR = rb'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))' + _STR[1:]
+_VERBATIM_STEPS = _SEARCHABLE_STEPS.replace(_optional(b"call", _STR), b',"call":' + _NONEMPTY_STR)
+_verbatim_end: Callable[[bytes, int, int], int] | None = None  # compiled when first needed
+# In a plain step, the one line whose shown text may be made up: an action without its
+# call (shown as tool[args]) or with arguments as an object (shown as JSON).
+_MADE_UP_ACTION = (rb'\{"type":"action","step":' + _INT + rb',"tool":' + _STR + rb',"args":(?:\{|' + _STR
+                   + rb'(?:,"call":"")?' + _optional(b"id", _STR) + rb"\}\n)")
+_made_up_action_search: Search | None = None
+
 
 def _match_end(pattern: re.Pattern[bytes], data: bytes, start: int, stop: int) -> int:
     match = pattern.match(data, start, stop)
@@ -128,6 +139,7 @@ def _compile_search(pattern: bytes) -> Search:
 
 _non_ascii_search = _compile_search(rb"[^\x00-\x7f]")
 _escape_search: Search | None = _compile_search(rb"\\u") if _re2 is not None else None  # RE2 skips to each backslash
+_odd_escape_search = _compile_search(rb"\\[^n]")  # an escape of anything but a newline
 
 
 @dataclass
@@ -146,6 +158,7 @@ class Block:
     _suspect: set[int] = field(default_factory=set)
     _unusual: dict[tuple[bool, bool], set[int]] | None = None
     _lowered: bytes | None = None
+    _not_verbatim: dict[bool, set[int]] = field(default_factory=dict)
 
     @property
     def candidates(self) -> list[int]:
@@ -207,6 +220,61 @@ class Block:
                 found |= {self.first + i for i in _failures(self.starts, self.base, stop,
                                                             lambda at: searchable_end(data, at, stop))}
         self._unusual[key] = found
+        return found
+
+    def not_verbatim(self, grammar: bool = True) -> set[int]:
+        """Steps a text of which may differ from its bytes otherwise than by a newline
+        written ``\\n``: an escape of anything else, DEL or a non-ASCII byte in them, too
+        large or cut off; with ``grammar``, also every step whose shown texts are not all
+        its JSON strings as written (``_VERBATIM_STEPS``: an invalid event's note, an
+        approval, a call made up from its tool and arguments). In any other step, each
+        text is its string's bytes with ``\\n`` for each newline."""
+        cached = self._not_verbatim.get(grammar)
+        if cached is not None:
+            return cached
+        data = self.data
+        if not data:
+            found = set(range(self.first, self.last + 1))
+        else:
+            global _verbatim_end
+            found = set(self._suspect)
+            if b"\\" in data:
+                found |= self.steps_matching(_odd_escape_search)
+            if b"\x7f" in data:
+                found |= self.steps_holding(b"\x7f")
+            if not data.isascii():
+                found |= self.steps_matching(_non_ascii_search)
+            if grammar:
+                if _verbatim_end is None:
+                    _verbatim_end = _compile_prefix(_VERBATIM_STEPS)
+                found |= self._not_shown_verbatim(_verbatim_end)
+        self._not_verbatim[grammar] = found
+        return found
+
+    def proven(self) -> dict[bool, set[int]]:
+        """What ``not_verbatim`` has found in this block so far, by its ``grammar``."""
+        return dict(self._not_verbatim)
+
+    def prove(self, grammar: bool, steps: set[int]) -> None:
+        """Give ``not_verbatim(grammar)`` its answer, found by an earlier scan of the same steps."""
+        self._not_verbatim[grammar] = steps
+
+    def _not_shown_verbatim(self, verbatim_end: Callable[[bytes, int, int], int]) -> set[int]:
+        """The steps ``_VERBATIM_STEPS`` does not take. Once the block is classified (in a
+        worker process, during a forward scan), only its candidates are matched against
+        it: a plain step shows every text as written but a made-up action's."""
+        data, stop = self.data, len(self.data)
+        if self._candidates is None:
+            return {self.first + i for i in _failures(self.starts, self.base, stop,
+                                                      lambda at: verbatim_end(data, at, stop))}
+        global _made_up_action_search
+        if _made_up_action_search is None:
+            _made_up_action_search = _compile_search(_MADE_UP_ACTION)
+        found = self.steps_matching(_made_up_action_search)
+        for step in self._candidates:
+            start, end = self.span(step)
+            if verbatim_end(data, start, end) < end:
+                found.add(step)
         return found
 
     def steps_matching(self, search: Search) -> set[int]:
@@ -275,6 +343,22 @@ class Block:
             next_start = self.starts[step - self.first + 1] - self.base
             at = data.find(needle, next_start) if next_start < stop else -1
         return found
+
+
+def is_verbatim(data: bytes, grammar: bool = True) -> bool:
+    """``Block.not_verbatim`` for one step's bytes: True when its texts are certainly its
+    strings as written, newlines written ``\\n`` (checkpoint lines are looked at too: an
+    escape there only makes the answer "maybe not")."""
+    if not data.endswith(b"\n") or not data.isascii() or b"\x7f" in data:
+        return False
+    if b"\\" in data and _odd_escape_search(data, 0, len(data)) is not None:
+        return False
+    if not grammar:
+        return True
+    global _verbatim_end
+    if _verbatim_end is None:
+        _verbatim_end = _compile_prefix(_VERBATIM_STEPS)
+    return _verbatim_end(data, 0, len(data)) == len(data)
 
 
 @functools.lru_cache(maxsize=64)

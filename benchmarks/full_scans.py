@@ -53,6 +53,7 @@ from agentdbg.debugger.session import DebugSession  # noqa: E402
 from agentdbg.debugger.view import scan_view  # noqa: E402
 from agentdbg.engine import events as ev  # noqa: E402
 from agentdbg.state import RunState, Tally  # noqa: E402
+from agentdbg.trace import workers  # noqa: E402
 from agentdbg.trace.reader import open_trace  # noqa: E402
 from agentdbg.trace.workers import WORKERS_VARIABLE  # noqa: E402
 from agentdbg.trace.writer import write_trace  # noqa: E402
@@ -165,6 +166,7 @@ def main() -> int:
                         help="steps decoded for the full-decode baselines, scaled to the whole run")
     parser.add_argument("--toolong", metavar="PYTHON", help="a Python with toolong installed (its open time)")
     args = parser.parse_args()
+    workers.enable()  # (as the headless commands do: the in-process scans below may use them)
     steps = args.steps
     path = ensure_trace(steps)
     bare = ensure_trace(steps, checkpoint_every=NO_CHECKPOINTS)

@@ -27,13 +27,14 @@ def user_dirs(tmp_path_factory, monkeypatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def scan_workers() -> Iterator[None]:
-    """Opening the debugger (``build_app``) turns the process's scan workers off for good:
-    after the test they are as before, so later tests of them still run (a pool made by
-    the test is kept for the next ones)."""
+    """The scan workers as a test found them: a headless command run in the test's
+    process (``main``) enables them for good, and a test's lost pool must not skip later
+    tests of them (a pool made by a test is kept for the next ones)."""
     from agentdbg.trace import workers
 
-    before = workers._workers
+    before, enabled = workers._workers, workers._enabled
     yield
+    workers._enabled = enabled
     if workers._workers is None:
         workers._workers = before
 

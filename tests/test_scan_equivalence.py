@@ -30,6 +30,12 @@ from agentdbg.trace.writer import write_trace
 
 HANG = 30
 
+
+@pytest.fixture(autouse=True)
+def workers_wanted(monkeypatch) -> None:
+    """As in the headless commands: big scans may use worker processes."""
+    monkeypatch.setattr(workers, "_enabled", True)
+
 _TEXT = st.text(alphabet=st.sampled_from('ab zq "\\\n\t\x01\x7fé→\U0001f600K'), max_size=6) | st.sampled_from(
     ["zzz", "instead", "should", "1e5", "\ud800zzz", "ZZZ", "\u212a"])
 _COUNT = st.integers(min_value=0, max_value=3)
@@ -555,3 +561,12 @@ def test_the_steps_too_large_are_found_without_measuring_each_step(sizes, limit)
     for size in sizes:
         starts.append(starts[-1] + size)
     assert scan._larger_than(starts, limit) == [i for i, size in enumerate(sizes) if size > limit]
+
+
+def test_a_program_using_the_library_gets_no_workers_unless_it_asks(monkeypatch) -> None:
+    """Opening a big trace from a program's own code forks nothing behind its back."""
+    monkeypatch.setattr(workers, "_enabled", False)
+    monkeypatch.setattr(workers, "_workers", False)
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
+    workers.start(10**12)
+    assert workers.pool() is None and workers._workers is False

@@ -136,7 +136,7 @@ def test_run_n_beyond_a_file_still_being_indexed_exits_2(tmp_path, monkeypatch, 
     assert "holds 3 runs" in capsys.readouterr().err
 
 
-def test_the_debugger_screen_forks_no_workers_even_for_a_big_file(tmp_path, monkeypatch):
+def test_the_debugger_screen_forks_no_workers_even_for_a_big_file(tmp_path, monkeypatch, capsys):
     """Headless commands share a big file's work with forked workers; the debugger's
     screen scans in its own process (it opens the file before its threads start, but
     keeps every core for drawing and keys)."""
@@ -146,12 +146,17 @@ def test_the_debugger_screen_forks_no_workers_even_for_a_big_file(tmp_path, monk
     path = tmp_path / "big.jsonl"
     write_trace(path, [list(_small_run())])
     monkeypatch.setattr(workers, "_workers", False)
+    monkeypatch.setattr(workers, "_enabled", False)
     monkeypatch.setattr(workers, "fork_is_safe", lambda: True)
     monkeypatch.setattr(workers, "PARALLEL_BYTES", 0)  # (every file is big)
     app = debug.build_app(args(file=str(path)))
     assert isinstance(app, DebuggerApp)
-    assert workers._workers is None
+    assert workers._workers is False and not workers._enabled
     app._initial[0].close()
+    monkeypatch.setattr(workers, "fork_is_safe", lambda: False)  # (no fork in the test's process)
+    assert main(["stats", str(path)]) == 0
+    assert workers._enabled  # a headless command asks for them
+    capsys.readouterr()
 
 
 def _small_run():

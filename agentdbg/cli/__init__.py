@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         with safe_std_streams():
             parser, module = _subcommand_parser(argv[0])
             args = parser.parse_args(argv[1:])
+            from agentdbg.trace import workers
+
+            workers.enable()  # (a big file's work is shared; the debugger's screen keeps it in one process)
             try:
                 return module.run(args)
             except KeyboardInterrupt:

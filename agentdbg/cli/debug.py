@@ -21,7 +21,6 @@ def refuse(message: str) -> int:
 
 def build_app(args: argparse.Namespace):
     """The app to run, or an exit code (with a message on stderr) for unusable arguments."""
-    from agentdbg.trace import workers
     from agentdbg.tui.app import DebuggerApp
     from agentdbg.tui.opening import open_demo, open_for_app
 
@@ -47,7 +46,6 @@ def build_app(args: argparse.Namespace):
             names = ", ".join(["plan", "trace", *importers.BY_NAME])
             print(f"agentdbg: unknown --format {args.format!r}; formats: {names}", file=sys.stderr)
             return 2
-    workers.none_here()
     document, _, error = open_for_app(args.file, format=args.format, allow_code=args.allow_code,
                                       allow_network=getattr(args, "allow_network", False),
                                       approve=getattr(args, "approve", None))

@@ -1,10 +1,11 @@
 """Worker processes for whole-file work on big traces: indexing and block classification.
 
-A command that reads all of a big file (``check``, ``stats``, ``show``, ``export``) shares
-the work with a few processes forked once, while the program is still single-threaded
-(forking a threaded process can deadlock the child). The debugger's screen makes none.
-The pool is made by ``start`` when a big trace is opened; later scans, from any thread,
-use it (no fork happens after the first). The workers read the file themselves
+A headless command that reads all of a big file (``check``, ``stats``, ``show``,
+``export``) shares the work with a few processes forked once, while the program is still
+single-threaded (forking a threaded process can deadlock the child). Only a program that
+asks for them (``enable``: the headless commands do) gets any: the debugger's screen and a
+program using the library read in their own process. The pool is made by ``start`` when
+a big trace is opened; later scans, from any thread, use it (no fork happens after the first). The workers read the file themselves
 (``FileAt``): only offsets and findings go through the pipes.
 """
 
@@ -24,6 +25,7 @@ MAX_WORKERS = 4
 WORKERS_VARIABLE = "AGENTDBG_SCAN_WORKERS"  # how many worker processes (default: one per core, up to 4)
 IN_FLIGHT = 6  # pieces of work sent ahead to the workers
 _workers: Any = False  # the pool, once made (None: none to be had)
+_enabled = False  # this program wants them (``enable``)
 
 
 def fork_is_safe() -> bool:
@@ -32,11 +34,11 @@ def fork_is_safe() -> bool:
 
 
 def pool() -> Any:
-    """The worker processes (None: one core, no ``fork`` here, turned off, or the process
-    is already threaded and has none). Made once; they end with the program."""
+    """The worker processes (None: not enabled, one core, no ``fork`` here, turned off, or
+    the process is already threaded and has none). Made once; they end with the program."""
     global _workers
     if _workers is False:
-        if not fork_is_safe():
+        if not _enabled or not fork_is_safe():
             return None  # (not remembered: a later single-threaded moment may still make them)
         count = min(os.cpu_count() or 1, MAX_WORKERS)
         wanted = os.environ.get(WORKERS_VARIABLE, "").strip()
@@ -70,10 +72,11 @@ def lost() -> None:
     _workers = None
 
 
-def none_here() -> None:
-    """This program makes no workers (the debugger's screen: it scans beside its own
-    threads, with every core left to drawing and keys)."""
-    lost()
+def enable() -> None:
+    """Let big traces opened from now on share their work with worker processes (the
+    headless commands call this first thing; a program using the library may too)."""
+    global _enabled
+    _enabled = True
 
 
 @dataclass(frozen=True)

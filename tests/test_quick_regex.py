@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+from test_scan_equivalence import watch_decoding
 
 from agentdbg import regex
 from agentdbg.debugger import filters, prefilter, quick
@@ -363,16 +364,7 @@ def test_a_view_filter_over_blocks_can_be_cancelled(tmp_path: Path) -> None:
         document.wait(HANG)
         run = document.runs[0]
         cancel = threading.Event()
-        decoded: list[int] = []
-        real = run.record
-
-        def record(step: int):
-            decoded.append(step)
-            if len(decoded) == 10:
-                cancel.set()
-            return real(step)
-
-        run.record = record
+        decoded = watch_decoding(run, cancel)
         assert scan_view(run, "~obs [0-9]{9}", filters.parse_filter("~obs [0-9]{9}"), cancel) is None
         assert len(decoded) < 300  # stopped long before the last step
 
@@ -444,9 +436,7 @@ def test_a_search_for_a_regex_without_a_word_decodes_only_what_may_match(tmp_pat
     with open_trace(path) as document:
         document.wait(HANG)
         run = document.runs[0]
-        decoded: list[int] = []
-        real = run.record
-        run.record = lambda step: decoded.append(step) or real(step)
+        decoded = watch_decoding(run)
         assert DebugSession(run).search("[0-9]{9}", from_step=0) == 151
         assert set(decoded) <= {61, 151}
         decoded.clear()

@@ -297,6 +297,22 @@ def test_steps_too_large_for_the_pattern_or_the_block_read_the_ordinary_way(tmp_
         assert run_stats(1, document.runs[0]) == run_stats(1, document.runs[0], full=True)
 
 
+def watch_decoding(run: Any, cancel: Any = None, cancel_after: int = 10) -> list[int]:
+    """The steps ``run`` decodes from now on, in order (its ``record`` wrapped); with
+    ``cancel``, set once ``cancel_after`` steps have been decoded."""
+    decoded: list[int] = []
+    real = run.record
+
+    def record(step: int):
+        decoded.append(step)
+        if cancel is not None and len(decoded) == cancel_after:
+            cancel.set()
+        return real(step)
+
+    run.record = record
+    return decoded
+
+
 def test_a_continue_over_a_block_of_many_candidates_can_be_cancelled(tmp_path: Path, monkeypatch) -> None:
     import threading
 
@@ -310,16 +326,7 @@ def test_a_continue_over_a_block_of_many_candidates_can_be_cancelled(tmp_path: P
         breakpoints.add("filter", "~obs (a+)+b")  # every step's text is escaped: all are decoded
         session = DebugSession(run, breakpoints)
         cancel = threading.Event()
-        decoded: list[int] = []
-        real = run.record
-
-        def record(step: int):
-            decoded.append(step)
-            if len(decoded) == 10:
-                cancel.set()
-            return real(step)
-
-        run.record = record
+        decoded = watch_decoding(run, cancel)
         assert session.continue_forward(cancel=cancel) is None
         assert session.cursor == 1 and len(decoded) < 300  # stopped within the block
 

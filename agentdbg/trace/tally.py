@@ -98,8 +98,9 @@ def count_tools(data: bytes, start: int, stop: int) -> dict[bytes, int]:
 
 
 class Folder:
-    """Folds steps into a ``Tally`` in order: ``step`` one step's bytes (or its record),
-    ``plain`` a stretch of plain steps (``agentdbg.trace.scan``), ``finish`` at the end."""
+    """Folds steps into a ``Tally`` in order: ``matched`` one step the step pattern took
+    (``step_match``), ``decoded`` one by its record, ``plain`` a stretch of plain steps
+    (``agentdbg.trace.scan``), ``merge`` what a ``PartFolder`` folded, ``finish`` at the end."""
 
     def __init__(self, tally: Tally, record: Callable[[int], StepRecord]):
         self.tally = tally
@@ -137,14 +138,6 @@ class Folder:
     def decoded(self, number: int) -> None:
         self.apply_pending()
         self.tally.add(self.record(number))
-
-    def step(self, number: int, data: bytes, start: int, stop: int) -> None:
-        """Step ``number``, ``data[start:stop]``; decoded when the pattern does not take it."""
-        match = step_match(data, start, stop)
-        if match is None:
-            self.decoded(number)
-        else:
-            self.matched(number, match)
 
     def matched(self, number: int, match: re.Match[bytes]) -> None:
         """Step ``number``, as ``step_match`` took it."""
@@ -324,10 +317,10 @@ class Sketch:
 def sketch(number: int, data: bytes, start: int, stop: int) -> Sketch | None:
     """Step ``number`` (``data[start:stop]``, whole lines) as a ``Sketch``; None when the
     step is not one the pattern takes: decode it instead."""
-    if stop <= start or data[stop - 1:stop] != b"\n" or stop - start > FAST_STEP_BYTES:
-        return None
-    match = _STEP.fullmatch(data, start, stop)
-    if match is None or data.count(b'{"type":"action"', start, stop) > 1:  # several calls: decode them
+    if stop <= start or data[stop - 1:stop] != b"\n":
+        return None  # (a last line without its newline is decoded the ordinary way)
+    match = step_match(data, start, stop)  # (positions into ``data``: the step ends with its newline)
+    if match is None:
         return None
     regs = match.regs  # every group's span in one call: a check sketches many steps
     observation, failed_at = regs[_OBSERVATION][0], regs[_FAILED][0]

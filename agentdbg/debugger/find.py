@@ -16,11 +16,14 @@ from typing import Any
 
 from agentdbg import regex
 from agentdbg.debugger import quick
+from agentdbg.debugger.candidates import candidate_steps
 from agentdbg.debugger.filters import Filter, parse_filter, transcript_text
-from agentdbg.model.runs import RawSteps
+from agentdbg.debugger.proofs import StepProofs
+from agentdbg.model.runs import Advancing, RawSteps, StepBlocks
 
 FILTER_PREFIXES = ("~", "!")
 CANCEL_EVERY = 256
+PROGRESS_EVERY = 4096  # steps between progress calls
 COUNT_LIMIT = 1_000_000  # matching steps counted at most
 
 
@@ -47,6 +50,28 @@ class Query:
         if text.startswith("\\~"):
             text = text[1:]
         return cls(text, pattern=search_pattern(text))
+
+    def record_test(self) -> Callable[[Any], bool]:
+        """A test of one decoded step: does it match?"""
+        if self.filter is not None:
+            return self.filter.predicate()
+        pattern = self.pattern
+        if pattern is None:
+            return lambda record: False
+        return lambda record: pattern.found(transcript_text(record))
+
+    def block_test(self, run: Any) -> Callable[[Any], set[int]] | None:
+        """Over a trace file read a block at a time, the steps of a block that may match
+        (the others certainly do not); None when the run is not read so, or when the
+        query gives nothing to look for in the bytes."""
+        if not isinstance(run, StepBlocks) or isinstance(run, Advancing):
+            return None
+        if self.filter is not None:
+            return self.filter.block_test()
+        pattern = self.pattern
+        if pattern is None:
+            return None
+        return quick.regex_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
 
     def step_test(self, run: Any) -> Callable[[int], bool]:
         """A test of one step number: does it match?"""
@@ -89,22 +114,35 @@ class Query:
 
 
 def find_step(run: Any, query: Query, origin: int, forward: bool = True, wrap: bool = True,
-              cancel: threading.Event | None = None) -> int | None:
-    """The next (or previous) matching step after ``origin``, wrapping round the run."""
+              cancel: threading.Event | None = None, proofs: StepProofs | None = None,
+              progress: Callable[[int], None] | None = None) -> int | None:
+    """The next (or previous) matching step after ``origin``, wrapping round the run.
+    None when nothing matches or ``cancel`` is set. ``proofs``: what earlier scans of the
+    run proved of its steps' bytes (a debugger session's), lent and kept."""
     count = run.step_count
     if count == 0:
         return None
     origin = max(0, min(origin, count + 1))
-    if forward:
-        order = list(range(origin + 1, count + 1))
-        order_wrap = range(1, min(origin, count) + 1)
-    else:
-        order = list(range(min(origin, count + 1) - 1, 0, -1))
-        order_wrap = range(count, max(origin, 1) - 1, -1)
+    spans = _spans(origin, count, forward, wrap)
+    may_match = query.block_test(run)
+    if may_match is not None:  # a trace file: a few MiB of steps at a time
+        matches = query.record_test()
+        for first, last in spans:
+            for step in candidate_steps(run, may_match, first, last, reverse=not forward, cancel=cancel,
+                                        progress=progress, proofs=proofs):
+                if step is None:
+                    return None
+                if _matches(run, matches, step):
+                    return step
+        return None
     test = query.step_test(run)
-    for done, step in enumerate(_chain(order, order_wrap if wrap else range(0)), 1):
-        if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
-            return None
+    orders = [range(first, last + 1) if forward else range(last, first - 1, -1) for first, last in spans]
+    for done, step in enumerate(_chain(*orders), 1):
+        if done % CANCEL_EVERY == 0:
+            if cancel is not None and cancel.is_set():
+                return None
+            if progress is not None and done % PROGRESS_EVERY == 0:
+                progress(step)
         try:
             if test(step):
                 return int(step)
@@ -114,10 +152,22 @@ def find_step(run: Any, query: Query, origin: int, forward: bool = True, wrap: b
 
 
 def matching_steps(run: Any, query: Query, cancel: threading.Event | None = None,
-                   limit: int = COUNT_LIMIT) -> list[int] | None:
+                   limit: int = COUNT_LIMIT, proofs: StepProofs | None = None) -> list[int] | None:
     """Every matching step in order (at most ``limit``); None when cancelled."""
-    test = query.step_test(run)
     found: list[int] = []
+    may_match = query.block_test(run)
+    if may_match is not None:
+        matches = query.record_test()
+        for step in candidate_steps(run, may_match, 1, run.step_count, cancel=cancel, proofs=proofs,
+                                    ahead=True):
+            if step is None:
+                return None
+            if _matches(run, matches, step):
+                found.append(step)
+                if len(found) >= limit:
+                    break
+        return found
+    test = query.step_test(run)
     for step in range(1, run.step_count + 1):
         if step % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
             return None
@@ -129,6 +179,23 @@ def matching_steps(run: Any, query: Query, cancel: threading.Event | None = None
         if len(found) >= limit:
             break
     return found
+
+
+def _spans(origin: int, count: int, forward: bool, wrap: bool) -> list[tuple[int, int]]:
+    """The steps a search from ``origin`` looks at, as ranges in the order it looks (each
+    read backwards when not ``forward``)."""
+    if forward:
+        spans = [(origin + 1, count)] + ([(1, min(origin, count))] if wrap else [])
+    else:
+        spans = [(1, min(origin, count + 1) - 1)] + ([(max(origin, 1), count)] if wrap else [])
+    return [(first, last) for first, last in spans if first <= last]
+
+
+def _matches(run: Any, matches: Callable[[Any], bool], step: int) -> bool:
+    try:
+        return matches(run.record(step))
+    except (IndexError, ValueError, OSError):
+        return False  # a damaged step matches nothing
 
 
 def _chain(*orders: Iterable[int]) -> Iterator[int]:

@@ -10,6 +10,7 @@ it again. The newest step of a run still being written may grow: it is never kep
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -17,19 +18,24 @@ _UNKNOWN, _VERBATIM, _NOT = 0, 1, 2
 
 
 class StepProofs:
-    """Per step and grammar (see ``Block.not_verbatim``): unknown, verbatim, or not."""
+    """Per step and grammar (see ``Block.not_verbatim``): unknown, verbatim, or not. Blocks
+    may be tested on several threads at once."""
 
     def __init__(self) -> None:
         self._marks: dict[bool, bytearray] = {}
+        self._lock = threading.Lock()
 
     def test(self, run: Any, block: Any, test: Callable[[Any], set[int]]) -> set[int]:
         """``test(block)``, with what earlier scans proved lent to the block and what this
         one proves kept."""
         if block.data:
-            self._lend(block)
+            with self._lock:
+                self._lend(block)
         found = test(block)
         if block.data:
-            self._keep(block, run.step_count if not run.complete else run.step_count + 1)
+            growing = run.step_count if not run.complete else run.step_count + 1
+            with self._lock:
+                self._keep(block, growing)
         return found
 
     def _lend(self, block: Any) -> None:

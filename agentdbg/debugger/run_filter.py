@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from agentdbg.debugger.candidates import candidate_steps
 from agentdbg.debugger.filters import Filter
 from agentdbg.model.runs import Advancing, RawSteps, StepBlocks
 
@@ -56,25 +57,15 @@ def _matching_in_blocks(run: Any, match: Callable[[Any], bool], may_match: Calla
                         progress: Callable[[int], None] | None) -> Iterator[int | None]:
     """``iter_matching_steps`` over a trace file's blocks of steps: only the steps the
     filter's block test cannot rule out are decoded (``agentdbg.trace.scan``)."""
-    if last < first:
-        return
-    for block in run.step_blocks(first, last):
-        if cancel is not None and cancel.is_set():
+    for step in candidate_steps(run, may_match, first, last, cancel=cancel, progress=progress):
+        if step is None:
             yield None
             return
-        if progress is not None:
-            progress(block.first)
-        # (steps too large to be read with the others: each is looked at, as a continue does)
-        steps = sorted(may_match(block)) if block.data else range(block.first, block.last + 1)
-        for done, step in enumerate(steps, 1):
-            if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
-                yield None
-                return
-            try:
-                if match(run.record(step)):
-                    yield step
-            except (IndexError, ValueError, OSError):
-                continue
+        try:
+            if match(run.record(step)):
+                yield step
+        except (IndexError, ValueError, OSError):
+            continue
 
 
 def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) -> bool | None:

@@ -22,16 +22,16 @@ Stepping semantics (see docs/debugger.md):
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentdbg import regex
-from agentdbg.debugger import quick
 from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
-from agentdbg.debugger.filters import compile_regex, transcript_text
+from agentdbg.debugger.candidates import candidate_steps
+from agentdbg.debugger.filters import compile_regex
+from agentdbg.debugger.find import Query, find_step
 from agentdbg.debugger.proofs import StepProofs
 from agentdbg.debugger.view import StepView
 from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
@@ -73,7 +73,7 @@ class DebugSession:
         self.breakpoints = breakpoints if breakpoints is not None else BreakpointSet()
         self.cursor = 1 if run.step_count > 0 else 0
         self.view: StepView | None = None  # a view filter: stepping moves between its steps
-        self._proofs = StepProofs()  # what scans proved of the steps' bytes, for the next scan
+        self.proofs = StepProofs()  # what scans proved of the steps' bytes, for the next scan
 
     # --- what is at the cursor -------------------------------------------------------
 
@@ -259,26 +259,20 @@ class DebugSession:
         stops as stepping through every step."""
         run = self.run
         assert isinstance(run, StepBlocks)
-        step_blocks = run.step_blocks
         register = self.breakpoints.register_hit
         if forward:
             first, last = self.cursor + 1, run.step_count
         else:
             first, last = 1, min(self.cursor, run.step_count + 1) - 1
         while first <= last:
-            for block in step_blocks(first, last, reverse=not forward, ahead=True):
-                if cancel is not None and cancel.is_set():
+            for step in candidate_steps(run, may_stop, first, last, reverse=not forward, cancel=cancel,
+                                        progress=progress, proofs=self.proofs, ahead=True):
+                if step is None:
                     return None
-                if progress is not None:
-                    progress(block.first if forward else block.last)
-                may = self._proofs.test(run, block, may_stop)
-                for done, step in enumerate(sorted(may, reverse=not forward), 1):
-                    if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
-                        return None  # (a block may hold thousands of steps to decode)
-                    reasons = register(run.record(step))
-                    if reasons:
-                        self.cursor = step
-                        return Stop(step, reasons)
+                reasons = register(run.record(step))
+                if reasons:
+                    self.cursor = step
+                    return Stop(step, reasons)
             if not forward:
                 break
             first, last = last + 1, run.step_count  # steps indexed meanwhile
@@ -306,66 +300,10 @@ class DebugSession:
         pattern = search_pattern(text_or_regex)
         if pattern is None:
             return None
-        # Over a trace file, a plain word is looked for in the raw lines first.
-        step_bytes = self.run.step_bytes if isinstance(self.run, RawSteps) else None
-        may_contain = (quick.regex_bytes_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                       if step_bytes is not None else None)
         count = self.run.step_count
-        if count == 0:
-            return None
         origin = self.cursor if from_step is None else max(0, min(int(from_step), count + 1))
-        may_match = (quick.regex_block_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                     if isinstance(self.run, StepBlocks) else None)
-        if may_match is not None:
-            return self._search_blocks(pattern, may_match, forward, origin, count, wrap, cancel, progress)
-        if forward:
-            order: Iterable[int] = range(origin + 1, count + 1)
-            if wrap:
-                order = _chain(order, range(1, min(origin, count) + 1))
-        else:
-            order = range(min(origin, count + 1) - 1, 0, -1)
-            if wrap:
-                order = _chain(order, range(count, max(origin, 1) - 1, -1))
-        for done, step in enumerate(order, 1):
-            if done % CANCEL_EVERY == 0:
-                if cancel is not None and cancel.is_set():
-                    return None
-                if progress is not None and done % PROGRESS_EVERY == 0:
-                    progress(step)
-            if step_bytes is not None and may_contain is not None:
-                data = step_bytes(step)
-                if data is not None and not may_contain(data):
-                    continue
-            if pattern.found(transcript_text(self.run.record(step))):
-                return step
-        return None
-
-    def _search_blocks(self, pattern: regex.Pattern, may_match: Callable[[Any], set[int]], forward: bool, origin: int,
-                       count: int, wrap: bool, cancel: threading.Event | None,
-                       progress: Callable[[int], None] | None) -> int | None:
-        """``search`` over a trace file a block of steps at a time: only the steps whose
-        bytes may match the pattern are decoded (``quick.regex_block_test``)."""
-        if forward:
-            spans = [(origin + 1, count)] + ([(1, min(origin, count))] if wrap else [])
-        else:
-            spans = [(1, min(origin, count + 1) - 1)] + ([(max(origin, 1), count)] if wrap else [])
-        run = self.run
-        assert isinstance(run, StepBlocks)
-        for first, last in spans:
-            if first > last:
-                continue
-            for block in run.step_blocks(first, last, reverse=not forward):
-                if cancel is not None and cancel.is_set():
-                    return None
-                if progress is not None:
-                    progress(block.first if forward else block.last)
-                may = self._proofs.test(run, block, may_match)
-                for done, step in enumerate(sorted(may, reverse=not forward), 1):
-                    if done % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
-                        return None
-                    if pattern.found(transcript_text(self.run.record(step))):
-                        return step
-        return None
+        return find_step(self.run, Query(text_or_regex, pattern=pattern), origin, forward, wrap, cancel,
+                         proofs=self.proofs, progress=progress)
 
     def describe(self) -> str:
         """A short position line: "step 3 of 5" (and "so far" while more may come)."""
@@ -391,8 +329,3 @@ def literal_reason(text: str) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
-
-
-def _chain(*ranges: Iterable[int]) -> Iterator[int]:
-    for r in ranges:
-        yield from r

@@ -17,6 +17,7 @@ from test_scan_equivalence import watch_decoding
 
 from agentdbg import regex
 from agentdbg.debugger import filters, prefilter, quick
+from agentdbg.debugger.find import Query, matching_steps
 from agentdbg.debugger.session import DebugSession, search_pattern
 from agentdbg.debugger.view import scan_view
 from agentdbg.engine import events as ev
@@ -313,8 +314,11 @@ def _small_blocks(monkeypatch):
 
 
 @_SETTINGS
-@given(steps=_STEPS, pattern=_regexes(), every=st.sampled_from([4, 10**9]))
-def test_no_step_that_matches_is_left_out(tmp_path: Path, steps, pattern: str, every: int) -> None:
+@given(steps=_STEPS, pattern=_regexes(), every=st.sampled_from([4, 10**9]), decode_few=st.sampled_from([0, 128]))
+def test_no_step_that_matches_is_left_out(tmp_path: Path, monkeypatch, steps, pattern: str, every: int,
+                                          decode_few: int) -> None:
+    # (decode_few 0: every step holding a word is confirmed by the relaxed regex)
+    monkeypatch.setattr(quick, "DECODE_FEW", decode_few)
     path = _trace(tmp_path / "run.jsonl", steps, every)
     assert _missed(path, pattern) == []
 
@@ -322,14 +326,16 @@ def test_no_step_that_matches_is_left_out(tmp_path: Path, steps, pattern: str, e
 NAMED = [
     "a|b", "qx|zq", "[0-9]{2}", "\\d-\\d", "colou?r|hue", "[XQ]{3}", "(?i)x(z|q)|zq", "x.y", "a\\s*b", "\\bzq\\b",
     "z\\nq", "a\\nb", "^a", "^[ab]", "b$", "\\bb.", '"', 'a"', '"b', "a\\\\", "\\\\b", "\\tb", "a\\sb", "a.b", "[^a]b", "\\Wb",
-    "(?s)a.b", "a\\S", "[zZ]a", "\\d|_", "(?i)k", "K", "c\\[", "\\[a", "b\\]", "\\W\\w"]
+    "(?s)a.b", "a\\S", "[zZ]a", "\\d|_", "(?i)k", "K", "c\\[", "\\[a", "b\\]", "\\W\\w", "zq\\s*xq", "(?i)xq.zq",
+    "zq\\nxq", "^zq", "xq$", "c\\[zq\\]", "calc\\[", "calc\\[a", "ab\\]", "'ab'", "b'", "calc[(]"]
 
 
 @pytest.mark.parametrize("pattern", NAMED)
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=_STEPS)
-def test_no_step_that_matches_is_left_out_named_regexes(tmp_path: Path, steps, pattern: str) -> None:
+def test_no_step_that_matches_is_left_out_named_regexes(tmp_path: Path, monkeypatch, steps, pattern: str) -> None:
+    monkeypatch.setattr(quick, "DECODE_FEW", 0)  # (words confirmed by the relaxed regex)
     path = _trace(tmp_path / "run.jsonl", steps)
     assert _missed(path, pattern) == []
 
@@ -442,6 +448,26 @@ def test_a_search_for_a_regex_without_a_word_decodes_only_what_may_match(tmp_pat
         decoded.clear()
         assert DebugSession(run).search("qx|zq", from_step=0) is None
         assert decoded == []
+
+
+def test_a_word_most_steps_hold_is_confirmed_by_the_relaxed_regex(tmp_path: Path, monkeypatch) -> None:
+    steps = [([ev.ActionTaken(step=0, tool="catalog", args=f"{n}", call=f"catalog[{n}]"),
+               ev.Observation(step=0, text="5")], b"") for n in range(400)]
+    steps[300] = ([ev.ActionTaken(step=0, tool="catalog", args="17")], b"")  # shown as catalog[17]: made up
+    steps[100] = ([ev.Observation(step=0, text='a "catalog[17]" quoted')], b"")  # escaped: decoded to be sure
+    path = _trace(tmp_path / "run.jsonl", steps)
+    monkeypatch.setattr(quick, "DECODE_FEW", 2)  # (blocks of 1500 bytes: a dozen steps each)
+    with open_trace(path) as document:
+        document.wait(HANG)
+        run = document.runs[0]
+        decoded = watch_decoding(run)
+        assert matching_steps(run, Query.parse("catalog\\[17\\]")) == [18, 101, 301]
+        assert set(decoded) <= {18, 101, 301, 400}  # not the 396 others holding "catalog" (400: the run's end)
+        monkeypatch.setattr(quick, "DECODE_FEW", 10**6)  # (few steps hold the word: each is decoded)
+        quick._prefilter.cache_clear()
+        decoded.clear()
+        assert matching_steps(run, Query.parse("catalog\\[17\\]")) == [18, 101, 301]
+        assert len(decoded) == 400
 
 
 def test_a_second_search_takes_what_the_first_proved(tmp_path: Path, monkeypatch) -> None:

@@ -111,23 +111,41 @@ class _Prefilter:
     ``word_is_plain``), a step not of the searchable grammar may show it too
     (``Block.unusual``). Else one relaxed regex, trusted in a step whose texts are its
     strings as written (``Block.not_verbatim``; with ``grammar``, also every text it shows
-    one of its strings)."""
+    one of its strings). ``confirm``: the relaxed regex beside the words, for blocks where
+    many steps hold a word (``catalog\\[4969\\]``: most steps hold "catalog"): there the
+    relaxed regex rules out steps instead, so that they are not all decoded."""
 
     searches: tuple[Any, ...]  # any of them finding something: the step may match
     words: bool
     fold: bool = False
     invalid_too: bool = False
     grammar: bool = False
+    confirm: Any = None
 
     def block(self, block: Any) -> set[int]:
-        found: set[int] = set().union(*(block.steps_matching(search) for search in self.searches))
-        cannot_tell: set[int] = (block.unusual(self.invalid_too, self.fold) if self.words
-                                 else block.not_verbatim(self.grammar))
-        return found | cannot_tell
+        if not self.words:
+            found: set[int] = set().union(*(block.steps_matching(search) for search in self.searches))
+            found |= block.not_verbatim(self.grammar)
+            return found
+        most = DECODE_FEW if self.confirm is not None else None
+        found = set()
+        for search in self.searches:
+            found |= block.steps_matching(search, None if most is None else most - len(found))
+            if most is not None and len(found) > most:
+                # Many steps hold a word: those the relaxed regex finds and those it cannot
+                # speak for instead (a superset of the steps holding a word that it finds
+                # or cannot speak for), one pass over the block rather than thousands of
+                # steps decoded.
+                found = block.steps_matching(self.confirm) | block.not_verbatim(self.grammar)
+                break
+        found |= block.unusual(self.invalid_too, self.fold)
+        return found
 
     def step(self, data: bytes) -> bool:
         if any(search(data, 0, len(data)) is not None for search in self.searches):
-            return True
+            if not self.words or self.confirm is None or self.confirm(data, 0, len(data)) is not None:
+                return True
+            return not scan.is_verbatim(data, self.grammar)
         if self.words:
             return (not data.isascii() or b"\\u" in data or b"\x7f" in data
                     or (self.invalid_too and not scan.is_verbatim(data)))
@@ -135,13 +153,14 @@ class _Prefilter:
 
 
 FEW_WORDS = 4  # a literal set of at most this many words is searched one word at a time
+DECODE_FEW = 128  # steps of a block holding a word decoded, rather than the relaxed regex tried
 
 
 @functools.lru_cache(maxsize=128)
 def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter | None:
     """The best way to rule out steps for ``pattern`` (None: none, decode every step): a
-    useful literal set (``prefilter.literal_set``), else the relaxed regex (RE2 only), else
-    a weak literal set."""
+    useful literal set (``prefilter.literal_set``), with the relaxed regex to confirm it;
+    else the relaxed regex (RE2 only), else a weak literal set."""
     parsed = prefilter.parse(pattern)
     if parsed is None:
         return None
@@ -150,11 +169,14 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
     except RecursionError:  # (nested deeper than Python's parser itself goes)
         return None
     words = prefilter.literal_set(pattern, fold)
-    relaxed = prefilter.relaxed(pattern, fold) if _re2 is not None and not prefilter.useful(words) else None
-    if relaxed is not None:
-        search = _compile_bytes(relaxed.pattern, relaxed.fold)
-        if search is not None:
-            return None if _in_every_step(search) else _Prefilter((search,), words=False, grammar=made_up)
+    relaxed = prefilter.relaxed(pattern, fold) if _re2 is not None else None
+    relaxed_search = _compile_bytes(relaxed.pattern, relaxed.fold) if relaxed is not None else None
+    if relaxed_search is not None and _in_every_step(relaxed_search):
+        if not prefilter.useful(words):
+            return None  # (it would keep every step: decode them straight away)
+        relaxed_search = None
+    if relaxed_search is not None and not prefilter.useful(words):
+        return _Prefilter((relaxed_search,), words=False, grammar=made_up)
     if not words:
         return None
     # A few words: one search each (RE2 skips to each one's first byte, several times
@@ -165,7 +187,8 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
     if any(search is None or _in_every_step(search) for search in searches):
         return None
     invalid_too = made_up and not all(word_is_plain(word) for word in words)
-    return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too)
+    return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too, grammar=made_up,
+                      confirm=relaxed_search)
 
 
 # Bytes every step holds (its step line, with the one digit its number surely has): a

@@ -192,7 +192,8 @@ class Block:
         ``folded`` (Unicode case folding matches ASCII letters to others). With
         ``invalid_too``, also every step not of the searchable grammar
         (``_SEARCHABLE_STEPS``): an invalid or unknown event is a raw record whose note
-        says what is wrong in words of its own."""
+        says what is wrong in words of its own (or every step not verbatim, when that is
+        known already: ``not_verbatim``, a superset)."""
         key = (invalid_too, folded)
         if self._unusual is None:
             self._unusual = {}
@@ -212,7 +213,10 @@ class Block:
                 found |= self.steps_holding(b"\x7f")
             if folded and not data.isascii():
                 found |= self.steps_matching(_non_ascii_search)
-            if invalid_too:
+            if invalid_too and True in self._not_verbatim:
+                # (proven already: a step not of the searchable grammar is not verbatim either)
+                found |= self._not_verbatim[True]
+            elif invalid_too:
                 global _searchable_end
                 if _searchable_end is None:
                     _searchable_end = _compile_prefix(_SEARCHABLE_STEPS)
@@ -277,14 +281,15 @@ class Block:
                 found.add(step)
         return found
 
-    def steps_matching(self, search: Search) -> set[int]:
+    def steps_matching(self, search: Search, most: int | None = None) -> set[int]:
         """Steps where ``search(data, pos, endpos)`` (a compiled pattern's ``search``) finds
         something outside checkpoint lines (never part of a step's record); each step is
-        looked at once."""
-        found = set()
+        looked at once. With ``most``, the first ``most + 1`` steps at most (more than
+        ``most``: the caller had rather know no more)."""
+        found: set[int] = set()
         data, stop = self.data, len(self.data)
         at = 0
-        while at < stop:
+        while at < stop and (most is None or len(found) <= most):
             match = search(data, at, stop)
             if match is None:
                 break

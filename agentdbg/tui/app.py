@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from agentdbg.debugger.breakpoints import BreakpointSet
+from agentdbg.debugger.candidates import prove_ahead
 from agentdbg.debugger.find import Query, find_step, matching_steps
 from agentdbg.debugger.rescore import GuardSettings, rescore_run
 from agentdbg.debugger.session import DebugSession, Stop, literal_reason
@@ -36,7 +38,7 @@ from agentdbg.debugger.view import StepView, scan_view
 from agentdbg.engine.approval import Decision
 from agentdbg.model.outcome import outcome_summary
 from agentdbg.model.prompt import prompt_at
-from agentdbg.model.runs import Cancellable, Document, Growing
+from agentdbg.model.runs import Cancellable, Document, Growing, StepBlocks
 from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
 from agentdbg.tui.forks import RunsWithForks, fork_marks
@@ -71,6 +73,7 @@ from agentdbg.tui.widgets.tools import ToolsPane
 SIDEBAR_WIDTH = (28, 42, 90)  # min, default, max
 PROBLEM_NOTICE_SECONDS = 5.0
 PANES = ("timeline", "tools", "memory", "guards")
+PROVE_AHEAD_STEPS = 20_000  # a run this long has its steps proven while a search is typed
 
 
 class Cancel:
@@ -117,6 +120,13 @@ class DebuggerApp(App[None]):
             self.operation = operation
             self.step = step
 
+    class Counted(Message):
+        """Every step a search matches, counted in the background after it found one."""
+
+        def __init__(self, matches: Matches) -> None:
+            super().__init__()
+            self.matches = matches
+
     class Stopped(Message):
         """A continue stopped: where and why (a break's reasons, or the run's edge), as data
         for whatever listens; the status line says it in words."""
@@ -162,6 +172,9 @@ class DebuggerApp(App[None]):
         self._save_noticed = ""  # the last thing told about saving them
         self.last_search = ""
         self._matches: Matches | None = None  # every step the last search matches, when counted
+        self._count_cancel = Cancel()  # the count of the last search's matches, running behind
+        self._prove_cancel = Cancel()  # proofs made while a search is typed
+        self._search_said: tuple[str, str] | None = None  # what a search said, until a count adds to it
         self.run_filter = ""  # the run list's filter (r then /)
         self.run_sort: tuple[str, bool] | None = None  # the run list's sort: column, descending
         self.summaries = Summaries([])  # the run list's rows, made as they are first needed
@@ -243,9 +256,13 @@ class DebuggerApp(App[None]):
         self.live.close()  # a paused agent goes on
         self.approvals.close()  # a step waiting for a decision ends now, without running the call
         self._cancel.set()  # a continue or search still running stops at its next look
+        self._count_cancel.set()
+        self._prove_cancel.set()
         with self._job_lock:
             self._quitting = True  # and a job not started yet never starts
         self.workers.cancel_group(self, "session")
+        self.workers.cancel_group(self, "count")
+        self.workers.cancel_group(self, "prove")
         if self.document is not None:
             for run in self.runs:  # a step waiting on a model call gives up at once
                 if isinstance(run, Cancellable):
@@ -283,6 +300,8 @@ class DebuggerApp(App[None]):
         """Show ``document`` (closing the one shown before), at run ``run_index``."""
         old = self.document
         self.document = document
+        self._count_cancel.set()  # (a count of the last file's matches)
+        self._prove_cancel.set()
         self._label = label or self._label
         self.sessions = {}
         self.forks = []
@@ -334,6 +353,8 @@ class DebuggerApp(App[None]):
         self.report_problems()
 
     def show_run(self) -> None:
+        self._count_cancel.set()  # (a count of another run's matches)
+        self._prove_cancel.set()
         document = self.document
         timeline = self.query_one(Timeline)
         runs = self.runs
@@ -629,15 +650,29 @@ class DebuggerApp(App[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="session")
     def _work(self, operation: str, job: Callable[[], Any], cancel: Cancel) -> None:
         cancel.worker_cancelled = get_current_worker().cancelled_event
-        with self._job_lock:
-            if self._quitting:
+        with self._reading() as reading:
+            if not reading:
                 return
-            self._jobs_running += 1
-        try:
-            result = job()
-        except Exception as exc:  # reported in the app, never a traceback
-            self.post_message(self.Failed(operation, exc))
+            try:
+                result = job()
+            except Exception as exc:  # reported in the app, never a traceback
+                self.post_message(self.Failed(operation, exc))
+                return
+        self.post_message(self.Done(operation, result))
+
+    @contextmanager
+    def _reading(self) -> Iterator[bool]:
+        """While a worker reads the document: it is closed only after (``close_when_idle``).
+        Gives False when the app is quitting: the worker must not start."""
+        with self._job_lock:
+            quitting = self._quitting
+            if not quitting:
+                self._jobs_running += 1
+        if quitting:
+            yield False
             return
+        try:
+            yield True
         finally:
             with self._job_lock:
                 self._jobs_running -= 1
@@ -646,7 +681,6 @@ class DebuggerApp(App[None]):
                     closing, self._close_after_job = self._close_after_job, []
             for document in closing:
                 document.close()
-        self.post_message(self.Done(operation, result))
 
     @on(Done)
     def worker_done(self, message: Done) -> None:
@@ -747,11 +781,14 @@ class DebuggerApp(App[None]):
             return
         self.session.goto(step)
         self.show_cursor()
-        count = ""
+        said = f"match for {what} at step {step:,}{literally}"
         matches = found.matches
         if matches is not None and step in matches.index:
-            count = f": match {matches.index[step]:,} of {len(matches.steps):,}"
-        self.say(f"match for {what} at step {step:,}{literally}{count} (. next, , previous)", "bold")
+            self.say(f"{said}: match {matches.index[step]:,} of {len(matches.steps):,} (. next, , previous)", "bold")
+            return
+        self.say(f"{said} (. next, , previous; counting the matches…)", "bold")
+        self._search_said = (self.query_one(StatusLine).message, said)
+        self.count_matches(query, self.session)
 
     def _after_open(self, opened: tuple[Document | None, str, str]) -> None:
         document, path, error = opened
@@ -806,12 +843,15 @@ class DebuggerApp(App[None]):
 
     # --- search -------------------------------------------------------------------------
     def action_search(self) -> None:
-        if self._session_ready() is None:
+        session = self._session_ready()
+        if session is None:
             return
+        self.prove_ahead(session)
 
         def answer(value: str | None) -> None:
             if value is None:
                 return
+            self._count_cancel.set()  # (the last search's count)
             if not value.strip():  # an empty search clears the highlight
                 self.last_search = ""
                 self._matches = None
@@ -848,19 +888,69 @@ class DebuggerApp(App[None]):
             self._after_search(SearchResult(known.next_from(session.cursor, forward), query, False, known))
             return
 
+        self._prove_cancel.set()  # (the search proves the rest as it goes)
+
         def job(cancel: Cancel) -> SearchResult:
-            if query.is_filter:
-                step = find_step(run, query, session.cursor, forward=forward, cancel=cancel)
-            else:
-                step = session.search(query.text, forward=forward, cancel=cancel)
-            if step is None:
-                return SearchResult(None, query, cancel.is_set(), None)
-            complete = run.complete
-            steps = matching_steps(run, query, cancel)  # for "match 3 of 17"; Esc skips it
-            found = Matches(query.text, run, run.step_count, complete, steps) if steps is not None else None
-            return SearchResult(step, query, False, found)
+            step = find_step(run, query, session.cursor, forward=forward, cancel=cancel, proofs=session.proofs)
+            return SearchResult(step, query, step is None and cancel.is_set(), None)
 
         self.start_worker("search", job, cancellable=True)
+
+    def count_matches(self, query: Query, session: DebugSession) -> None:
+        """Count every step ``query`` matches, behind the found one (for "match 3 of 17",
+        and so that . and , move without another scan); a new search, another run or
+        file, and quitting stop it."""
+        self._count_cancel.set()
+        cancel = self._count_cancel = Cancel()
+        self._count(query, session, cancel)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="count")
+    def _count(self, query: Query, session: DebugSession, cancel: Cancel) -> None:
+        cancel.worker_cancelled = get_current_worker().cancelled_event
+        run = session.run
+        with self._reading() as reading:
+            if not reading:
+                return
+            try:
+                complete, count = run.complete, run.step_count
+                steps = matching_steps(run, query, cancel, proofs=session.proofs)
+            except Exception:  # (the search itself told what went wrong)
+                return
+        if steps is not None and not cancel.is_set():
+            self.post_message(self.Counted(Matches(query.text, run, count, complete, steps)))
+
+    def prove_ahead(self, session: DebugSession) -> None:
+        """While a search is typed over a long trace file, prove what its scan would
+        (``candidates.prove_ahead``); the search itself stops this and proves the rest."""
+        self._prove_cancel.set()
+        run = session.run
+        if not isinstance(run, StepBlocks) or run.step_count < PROVE_AHEAD_STEPS:
+            return
+        cancel = self._prove_cancel = Cancel()
+        self._prove(session, cancel)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="prove")
+    def _prove(self, session: DebugSession, cancel: Cancel) -> None:
+        cancel.worker_cancelled = get_current_worker().cancelled_event
+        with self._reading() as reading:
+            if reading:
+                try:
+                    prove_ahead(session.run, session.proofs, cancel)
+                except Exception:  # (only an early start: the search proves what is left)
+                    pass
+
+    @on(Counted)
+    def matches_counted(self, message: Counted) -> None:
+        matches = message.matches
+        session = self.session
+        if session is None or matches.run is not session.run or matches.text != self.last_search:
+            return
+        self._matches = matches
+        said, self._search_said = self._search_said, None
+        step = session.cursor
+        if said is not None and said[0] == self.query_one(StatusLine).message and step in matches.index:
+            self.say(f"{said[1]}: match {matches.index[step]:,} of {len(matches.steps):,} (. next, , previous)",
+                     "bold")
 
     # --- files --------------------------------------------------------------------------
     def action_open_file(self) -> None:

@@ -1,0 +1,148 @@
+"""Search over a long trace file in the debugger: the match is shown before every match
+is counted, the count follows, and the proofs a search needs are made while it is typed."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from test_tui_support import SIZE, press, settle, status, type_text
+
+from agentdbg.documents import open_document
+from agentdbg.trace import scan
+from agentdbg.trace.synthetic import synthetic_run
+from agentdbg.trace.writer import write_trace
+from agentdbg.tui import app as app_module
+from agentdbg.tui.app import DebuggerApp
+
+STEPS = 3_000
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory):
+    path = tmp_path_factory.mktemp("long") / "run.jsonl"
+    write_trace(path, [synthetic_run(STEPS)])
+    return path
+
+
+def opened(path) -> DebuggerApp:
+    document = open_document(path)
+    document.wait()
+    return DebuggerApp(document, save_breakpoints=False)
+
+
+async def wait_for(pilot, condition, what: str) -> None:
+    for _ in range(2000):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def test_the_match_is_shown_before_the_count_and_the_count_follows(long_trace, monkeypatch):
+    counting = threading.Event()
+    may_count = threading.Event()
+    real = app_module.matching_steps
+
+    def slow_count(*args, **kwargs):
+        counting.set()
+        may_count.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(app_module, "matching_steps", slow_count)
+    app = opened(long_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await type_text(pilot, "Ask calc")
+        await pilot.press("enter")
+        await wait_for(pilot, counting.is_set, "the count began")
+        await wait_for(pilot, lambda: not app.busy, "the search ended")
+        found = app.session.cursor
+        assert found > 1 and "counting the matches" in status(app)
+        await pilot.press("n")  # a step while the count runs: the app is not busy with it
+        await wait_for(pilot, lambda: app.session.cursor == found + 1, "a step during the count")
+        may_count.set()
+        await settle(pilot)
+        assert app._matches is not None and found in app._matches.steps
+        assert "counting" not in status(app)  # (another message since: the count does not overwrite it)
+        await press(pilot, "b", "full_stop")
+        steps = app._matches.steps
+        assert app.session.cursor == steps[steps.index(found) + 1]
+        assert f"match {steps.index(found) + 2:,} of {len(steps):,}" in status(app)
+
+
+async def test_the_count_adds_to_what_the_search_said(long_trace):
+    app = opened(long_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await type_text(pilot, "Ask calc")
+        await press(pilot, "enter")
+        steps = app._matches.steps
+        assert app.session.cursor == steps[0]
+        assert f"match for 'Ask calc' at step {steps[0]:,}: match 1 of {len(steps):,}" in status(app)
+
+
+async def test_a_new_search_stops_the_last_count(long_trace, monkeypatch):
+    counted: list[str] = []
+    started = threading.Event()
+    real = app_module.matching_steps
+
+    def watched(run, query, cancel, **kwargs):
+        started.set()
+        for _ in range(3000):  # (a count long enough to be stopped)
+            if cancel.is_set():
+                break
+            threading.Event().wait(0.01)
+        result = real(run, query, cancel, **kwargs)
+        counted.append(f"{query.text}: {'stopped' if result is None else len(result)}")
+        return result
+
+    monkeypatch.setattr(app_module, "matching_steps", watched)
+    app = opened(long_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await type_text(pilot, "Ask")
+        await pilot.press("enter")
+        await wait_for(pilot, started.is_set, "the first count began")
+        await pilot.press("slash")  # (no settling: that would wait for the count)
+        await wait_for(pilot, lambda: app.screen.id == "search", "the search dialog")
+        await pilot.press("ctrl+u")
+        await type_text(pilot, "zzz-not-there")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "no match for 'zzz-not-there'" in status(app), "the second search")
+        await settle(pilot)
+        assert counted == ["Ask: stopped"] and app._matches is None
+
+
+async def test_the_steps_are_proven_while_the_search_is_typed(long_trace, monkeypatch):
+    monkeypatch.setattr(app_module, "PROVE_AHEAD_STEPS", 100)
+    proved: list[int] = []
+    real = scan.Block._not_shown_verbatim
+    monkeypatch.setattr(scan.Block, "_not_shown_verbatim",
+                        lambda block, end: proved.append(block.first) or real(block, end))
+    app = opened(long_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")  # the dialog opens; the proofs are made meanwhile
+        assert proved and min(proved) == 1
+        proved.clear()
+        await type_text(pilot, "[0-9]{9}")
+        await press(pilot, "enter")
+        assert "no match for '[0-9]{9}'" in status(app)
+        assert proved == []  # the search took them
+
+
+async def test_a_short_run_is_not_proven_ahead(long_trace, monkeypatch):
+    proved: list[int] = []
+    real = scan.Block._not_shown_verbatim
+    monkeypatch.setattr(scan.Block, "_not_shown_verbatim",
+                        lambda block, end: proved.append(block.first) or real(block, end))
+    app = opened(long_trace)  # (fewer steps than PROVE_AHEAD_STEPS)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        assert proved == []
+        await press(pilot, "escape")

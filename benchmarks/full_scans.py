@@ -13,8 +13,12 @@
                  steps from each end of a run of quiet steps (as debugger_scan.py)
   regex filter   the same continue with a filter breakpoint ``~obs z+z`` that never matches
   search         transcript search for words and regexes that are not there (regexes without
-                 a required word too), a continue with the filter breakpoint ``~obs [0-9]{9}``
-                 and the view filter of the same, each beside ``rg -c -i`` of the regex
+                 a required word too): in a new session, with the blocks tested in turn
+                 (no threads), after the proofs ``/`` makes while a search is typed, and
+                 again in the same session; counting every match (``match 3 of 17``), a
+                 filter typed into ``/``, a continue with the filter breakpoint
+                 ``~obs [0-9]{9}`` and the view filter of the same, each beside
+                 ``rg -c -i`` of the regex
   baselines      decoding every step (check, stats: timed on the first --naive-steps steps and
                  scaled; continue: the step-by-step scan it replaces, whole), ripgrep ``rg -c``
                  on the same file (skipped with a note when ``rg`` is missing), and Toolong's
@@ -48,7 +52,9 @@ from gen_trace import DATA, NO_CHECKPOINTS, ensure_trace, label  # noqa: E402
 from agentdbg.cli import check, render  # noqa: E402
 from agentdbg.cli.stats import run_stats  # noqa: E402
 from agentdbg.debugger.breakpoints import BreakpointSet  # noqa: E402
+from agentdbg.debugger.candidates import THREADS_VARIABLE, prove_ahead  # noqa: E402
 from agentdbg.debugger.filters import parse_filter  # noqa: E402
+from agentdbg.debugger.find import Query, find_step, matching_steps  # noqa: E402
 from agentdbg.debugger.session import DebugSession  # noqa: E402
 from agentdbg.debugger.view import scan_view  # noqa: E402
 from agentdbg.engine import events as ev  # noqa: E402
@@ -242,23 +248,47 @@ def main() -> int:
     print("search (no match), and ripgrep on the same file")
     document = opened(path)
     run = document.runs[0]
+
+    def against_rg(text: str, wall: float, cpu: float, full: bool = False) -> str:
+        grep = rg(["-c", "-i", text, str(path)])
+        if grep is None:
+            return "rg not installed (apt-get install ripgrep): skipped"
+        said = f"rg -c -i {text}: {grep[0]:.2f} s ({grep[1]:.2f} s CPU), " if full else ""
+        return f"{said}{wall / grep[0]:4.1f}x rg ({cpu / grep[1]:.1f}x in CPU)"
+
     # Words, then regexes without a required word: a literal set (qx|zq, colou?r|hue) or
-    # a relaxed byte regex ([0-9]{9}, x.y, \d{4}-\d{2}). Smart case: rg -i alike.
+    # a relaxed byte regex ([0-9]{9}, x.y, \d{4}-\d{2}). Smart case: rg -i alike. A new
+    # session each time: nothing proven before.
     for text in ("zzz", "not.there", "qx|zq", "(?i)colou?r|hue", "[0-9]{9}", "x.y", "\\d{4}-\\d{2}"):
         wall, cpu, found = timed(lambda text=text: DebugSession(run).search(text, wrap=False))
-        grep = rg(["-c", "-i", text, str(path)])
-        note = (f"rg -c -i {text}: {grep[0]:.2f} s ({grep[1]:.2f} s CPU), {wall / grep[0]:4.1f}x rg"
-                f" ({cpu / grep[1]:.1f}x in CPU)" if grep else "rg not installed (apt-get install ripgrep): skipped")
-        row(f"search {text!r}" + ("" if found is None else f" (found {found}!)"), wall, cpu, note)
-    # A session keeps what its scans proved of each step (benchmarks: the next search, n).
+        row(f"search {text!r}" + ("" if found is None else f" (found {found}!)"), wall, cpu,
+            against_rg(text, wall, cpu, full=True))
+    os.environ[THREADS_VARIABLE] = "0"
+    wall, cpu, _ = timed(lambda: DebugSession(run).search("\\d{4}-\\d{2}", wrap=False))
+    del os.environ[THREADS_VARIABLE]
+    row("baseline: search '\\d{4}-\\d{2}', blocks tested in turn", wall, cpu, against_rg("\\d{4}-\\d{2}", wall, cpu))
+    # In the debugger, / proves the steps while the search is typed (candidates.prove_ahead).
+    for text in ("[0-9]{9}", "x.y", "\\d{4}-\\d{2}"):
+        session = DebugSession(run)
+        proving, proving_cpu, _ = timed(lambda session=session: prove_ahead(run, session.proofs))
+        wall, cpu, found = timed(lambda text=text, session=session: session.search(text, wrap=False))
+        row(f"search {text!r} after / proved the steps", wall, cpu,
+            f"{against_rg(text, wall, cpu)}   (proving: {proving:.2f} s, {proving_cpu:.2f} s CPU)")
+    # A session keeps what its scans proved of each step (the next search, n).
     session = DebugSession(run)
     session.search("not.there", wrap=False)
     session.search("x.y", wrap=False)
     for text in ("[0-9]{9}", "x.y", "\\d{4}-\\d{2}"):
         wall, cpu, found = timed(lambda text=text: session.search(text, wrap=False))
-        grep = rg(["-c", "-i", text, str(path)])
-        note = f"{wall / grep[0]:4.1f}x rg ({cpu / grep[1]:.1f}x in CPU)" if grep else ""
-        row(f"search {text!r} again, same session", wall, cpu, note)
+        row(f"search {text!r} again, same session", wall, cpu, against_rg(text, wall, cpu))
+    # "match 3 of 17": every match counted (in the debugger, behind the match shown).
+    print("counting every match (search finds one, then counts: rg -c -i is the same count)")
+    for text in ("catalog\\[4969\\]", "[0-9]{9}", "Ask calc"):
+        wall, cpu, steps = timed(lambda text=text: matching_steps(run, Query.parse(text)))
+        row(f"count {text!r}: {len(steps):,} steps", wall, cpu, against_rg(text, wall, cpu))
+    wall, cpu, found = timed(lambda: find_step(run, Query.parse("~obs [0-9]{9}"), 0, wrap=False))
+    row("/ with a filter: ~obs [0-9]{9}" + ("" if found is None else f" (found {found}!)"), wall, cpu,
+        against_rg("[0-9]{9}", wall, cpu))
     only_filter = BreakpointSet()
     for code in only_filter.auto:
         only_filter.auto[code] = False

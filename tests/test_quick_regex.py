@@ -78,6 +78,21 @@ def test_relaxed_regexes(pattern: str, relaxed: bytes) -> None:
     assert found is not None and found.pattern == relaxed
 
 
+@pytest.mark.parametrize("pattern, suffix", [
+    ("\\d{4}-\\d{2}", b"\\x2d[0-9]{2}"),  # from the first character every match holds
+    ("\\w+@\\w+\\.com", b"\\x40[0-9A-Z_a-z]+\\x2ecom"),
+    ("[ab]\\s:c", b"\\x3ac"),
+    ("(?i)[ab]-z", b"\\x2dz"),
+    ("(?i)[ab]z", None),  # a letter under case folding: RE2 does not skip to it
+    ("\\d-\\s*b", None),  # the rest may run through a newline
+    ("-\\d", None),  # (the relaxed regex begins with it already)
+    ("(\\d-\\d)", None), ("[0-9]{9}", None),
+])
+def test_literal_suffixes(pattern: str, suffix: bytes | None) -> None:
+    found = prefilter.literal_suffix(pattern, False)
+    assert (found.pattern if found is not None else None) == suffix
+
+
 @pytest.mark.parametrize("pattern", [
     "a?", "x*", "^$",  # match the empty string: every step
     "[^x]{3}", "\\W", "\\n",  # a match may be nothing but newlines and what is next to them
@@ -327,7 +342,8 @@ NAMED = [
     "a|b", "qx|zq", "[0-9]{2}", "\\d-\\d", "colou?r|hue", "[XQ]{3}", "(?i)x(z|q)|zq", "x.y", "a\\s*b", "\\bzq\\b",
     "z\\nq", "a\\nb", "^a", "^[ab]", "b$", "\\bb.", '"', 'a"', '"b', "a\\\\", "\\\\b", "\\tb", "a\\sb", "a.b", "[^a]b", "\\Wb",
     "(?s)a.b", "a\\S", "[zZ]a", "\\d|_", "(?i)k", "K", "c\\[", "\\[a", "b\\]", "\\W\\w", "zq\\s*xq", "(?i)xq.zq",
-    "zq\\nxq", "^zq", "xq$", "c\\[zq\\]", "calc\\[", "calc\\[a", "ab\\]", "'ab'", "b'", "calc[(]"]
+    "zq\\nxq", "^zq", "xq$", "c\\[zq\\]", "calc\\[", "calc\\[a", "ab\\]", "'ab'", "b'", "calc[(]",
+    "\\d{2}-\\d", "\\d-\\s*b", "[ab]:b", "(?i)[ab]-z", "\\s:", "[ab]\\.\\s", "\\d\\.\\d", "a.b-"]
 
 
 @pytest.mark.parametrize("pattern", NAMED)
@@ -400,6 +416,8 @@ def test_a_relaxation_that_keeps_an_anchor_is_caught(tmp_path: Path, monkeypatch
     (['say "a"'], 'a"'),  # a quote written \"
     (["tab\tb"], "\\tb"),
     (["back\\slash"], "k\\\\s"),
+    (["year 2024-", "11 it was"], "\\d{4}-\\s*\\d{2}"),  # after the character every match holds
+    (["year 2024-\n11 it was"], "\\d{4}-\\s*\\d{2}"),
 ])
 def test_a_match_through_what_the_bytes_write_otherwise_is_found(tmp_path: Path, texts: list[str],
                                                                  pattern: str) -> None:

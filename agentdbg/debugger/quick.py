@@ -111,7 +111,8 @@ class _Prefilter:
     ``word_is_plain``), a step not of the searchable grammar may show it too
     (``Block.unusual``). Else one relaxed regex, trusted in a step whose texts are its
     strings as written (``Block.not_verbatim``; with ``grammar``, also every text it shows
-    one of its strings). ``confirm``: the relaxed regex beside the words, for blocks where
+    one of its strings), searched for from a character every match holds where there is
+    one (``suffix``). ``confirm``: the relaxed regex beside the words, for blocks where
     many steps hold a word (``catalog\\[4969\\]``: most steps hold "catalog"): there the
     relaxed regex rules out steps instead, so that they are not all decoded."""
 
@@ -121,10 +122,11 @@ class _Prefilter:
     invalid_too: bool = False
     grammar: bool = False
     confirm: Any = None
+    suffix: Any = None  # the relaxed regex from a character on (``prefilter.literal_suffix``)
 
     def block(self, block: Any) -> set[int]:
         if not self.words:
-            found: set[int] = set().union(*(block.steps_matching(search) for search in self.searches))
+            found = self._relaxed(block, self.searches[0])
             found |= block.not_verbatim(self.grammar)
             return found
         most = DECODE_FEW if self.confirm is not None else None
@@ -136,9 +138,19 @@ class _Prefilter:
                 # speak for instead (a superset of the steps holding a word that it finds
                 # or cannot speak for), one pass over the block rather than thousands of
                 # steps decoded.
-                found = block.steps_matching(self.confirm) | block.not_verbatim(self.grammar)
+                found = self._relaxed(block, self.confirm) | block.not_verbatim(self.grammar)
                 break
         found |= block.unusual(self.invalid_too, self.fold)
+        return found
+
+    def _relaxed(self, block: Any, relaxed: Any) -> set[int]:
+        """The steps whose bytes the relaxed regex matches: those the suffix finds, each
+        tried whole, unless the suffix finds too many (then the relaxed regex, over the block)."""
+        if self.suffix is not None:
+            hits: set[int] = block.steps_matching(self.suffix, DECODE_FEW)
+            if len(hits) <= DECODE_FEW:
+                return {step for step in hits if block.holds(relaxed, step)}
+        found: set[int] = block.steps_matching(relaxed)
         return found
 
     def step(self, data: bytes) -> bool:
@@ -175,8 +187,12 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
         if not prefilter.useful(words):
             return None  # (it would keep every step: decode them straight away)
         relaxed_search = None
+    suffix = prefilter.literal_suffix(pattern, fold) if relaxed_search is not None else None
+    suffix_search = _compile_bytes(suffix.pattern, suffix.fold) if suffix is not None else None
+    if suffix_search is not None and _in_every_step(suffix_search):
+        suffix_search = None
     if relaxed_search is not None and not prefilter.useful(words):
-        return _Prefilter((relaxed_search,), words=False, grammar=made_up)
+        return _Prefilter((relaxed_search,), words=False, grammar=made_up, suffix=suffix_search)
     if not words:
         return None
     # A few words: one search each (RE2 skips to each one's first byte, several times
@@ -188,7 +204,7 @@ def _prefilter(pattern: str, case_sensitive: bool, made_up: bool) -> _Prefilter 
         return None
     invalid_too = made_up and not all(word_is_plain(word) for word in words)
     return _Prefilter(searches, words=True, fold=fold, invalid_too=invalid_too, grammar=made_up,
-                      confirm=relaxed_search)
+                      confirm=relaxed_search, suffix=suffix_search)
 
 
 # Bytes every step holds (its step line, with the one digit its number surely has): a

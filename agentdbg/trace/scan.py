@@ -287,21 +287,35 @@ class Block:
         looked at once. With ``most``, the first ``most + 1`` steps at most (more than
         ``most``: the caller had rather know no more)."""
         found: set[int] = set()
-        data, stop = self.data, len(self.data)
+        stop = len(self.data)
         at = 0
         while at < stop and (most is None or len(found) <= most):
-            match = search(data, at, stop)
-            if match is None:
+            where = self._found(search, at, stop)
+            if where < 0:
                 break
-            where = match.start()
-            if data.startswith(CHECKPOINT_PREFIX, data.rfind(b"\n", 0, where) + 1):
-                line_end = data.find(b"\n", where)
-                at = stop if line_end < 0 else line_end + 1
-                continue
             step = self.step_at(where)
             found.add(step)
             at = self.starts[step - self.first + 1] - self.base
         return found
+
+    def holds(self, search: Search, step: int) -> bool:
+        """Does ``search`` find something in the step's bytes (outside checkpoint lines)?"""
+        start, stop = self.span(step)
+        return self._found(search, start, stop) >= 0
+
+    def _found(self, search: Search, at: int, stop: int) -> int:
+        """Where ``search`` first finds something in ``data[at:stop]`` outside checkpoint lines; -1: nowhere."""
+        data = self.data
+        while at < stop:
+            match = search(data, at, stop)
+            if match is None:
+                return -1
+            where: int = match.start()
+            if not data.startswith(CHECKPOINT_PREFIX, data.rfind(b"\n", 0, where) + 1):
+                return where
+            line_end = data.find(b"\n", where)
+            at = stop if line_end < 0 else line_end + 1
+        return -1
 
     def plain_stretches(self) -> Iterator[tuple[int, int, int, int]]:
         """The runs of plain steps between the candidates, as ``(first, last, start, stop)``

@@ -17,8 +17,8 @@ from test_scan_equivalence import watch_decoding
 
 from agentdbg import regex
 from agentdbg.debugger import filters, prefilter, quick
-from agentdbg.debugger.find import Query, matching_steps
-from agentdbg.debugger.session import DebugSession, search_pattern
+from agentdbg.debugger.find import Query, matching_steps, search_pattern
+from agentdbg.debugger.session import DebugSession
 from agentdbg.debugger.view import scan_view
 from agentdbg.engine import events as ev
 from agentdbg.trace import scan

@@ -16,7 +16,8 @@ import pytest
 from agentdbg import regex
 from agentdbg.debugger.breakpoints import BreakpointSet, sidecar_path
 from agentdbg.debugger.filters import parse_filter
-from agentdbg.debugger.session import DebugSession, literal_reason, search_pattern
+from agentdbg.debugger.find import literal_reason, search_pattern
+from agentdbg.debugger.session import DebugSession
 from agentdbg.engine import events as ev
 from agentdbg.plans import PlanError, load_plan
 from agentdbg.runs import EventRun
@@ -290,7 +291,7 @@ def test_a_rules_plan_with_lookaround_is_refused_with_line_and_column(tmp_path):
 
 def test_the_engine_modules_take_user_patterns_from_one_place():
     root = Path(__file__).resolve().parents[1] / "agentdbg"
-    for path in (root / "engine" / "policies.py", root / "debugger" / "filters.py", root / "debugger" / "session.py"):
+    for path in (root / "engine" / "policies.py", root / "debugger" / "filters.py", root / "debugger" / "find.py"):
         text = path.read_text(encoding="utf-8")
         assert "from agentdbg import regex" in text, path
         assert "re.compile(when" not in text and "re.compile(pattern" not in text, path

@@ -146,3 +146,18 @@ async def test_a_short_run_is_not_proven_ahead(long_trace, monkeypatch):
         await press(pilot, "slash")
         assert proved == []
         await press(pilot, "escape")
+
+
+async def test_a_count_that_fails_leaves_the_match_shown(long_trace, monkeypatch):
+    def failing(*args, **kwargs):
+        raise OSError("the file went away")
+
+    monkeypatch.setattr(app_module, "matching_steps", failing)
+    app = opened(long_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash")
+        await type_text(pilot, "Ask calc")
+        await press(pilot, "enter")
+        assert app.session.cursor > 1 and app._matches is None
+        assert "the matches could not be counted" in status(app) and "counting" not in status(app)

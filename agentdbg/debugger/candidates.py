@@ -10,6 +10,7 @@ one, and a long scan uses every core without another process.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import deque
@@ -84,14 +85,15 @@ def _tested_ahead(blocks: Iterator[Any], test: BlockTest) -> Iterator[tuple[Any,
     """``(block, test(block))`` for each block in order, the next few tested meanwhile on
     the shared threads; what is still waiting is dropped when the caller stops early."""
     pool = _pool()
-    if pool is None:
-        for block in blocks:
+    head = list(itertools.islice(blocks, 2))
+    if pool is None or len(head) < 2:  # (one block, a short run: no thread is worth it)
+        for block in itertools.chain(head, blocks):
             yield block, test(block)
         return
     depth = thread_count()
     pending: deque[tuple[Any, Future[set[int]]]] = deque()
     try:
-        for block in blocks:
+        for block in itertools.chain(head, blocks):
             pending.append((block, pool.submit(test, block)))
             if len(pending) > depth:
                 done, future = pending.popleft()

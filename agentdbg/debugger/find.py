@@ -17,7 +17,7 @@ from typing import Any
 from agentdbg import regex
 from agentdbg.debugger import quick
 from agentdbg.debugger.candidates import candidate_steps
-from agentdbg.debugger.filters import Filter, parse_filter, transcript_text
+from agentdbg.debugger.filters import Filter, compile_regex, parse_filter, transcript_text
 from agentdbg.debugger.proofs import StepProofs
 from agentdbg.model.runs import Advancing, RawSteps, StepBlocks
 
@@ -42,8 +42,6 @@ class Query:
     @classmethod
     def parse(cls, text: str) -> Query:
         """Raises ValueError (with the filter language's message) for a bad filter."""
-        from agentdbg.debugger.session import search_pattern
-
         stripped = text.strip()
         if stripped.startswith(FILTER_PREFIXES):
             return cls(text, filter=parse_filter(stripped))
@@ -201,3 +199,23 @@ def _matches(run: Any, matches: Callable[[Any], bool], step: int) -> bool:
 def _chain(*orders: Iterable[int]) -> Iterator[int]:
     for order in orders:
         yield from order
+
+
+def search_pattern(text: str) -> regex.Pattern | None:
+    """Smart-case regex for a search; literal text when it is not a valid regex."""
+    if not text:
+        return None
+    try:
+        return compile_regex(text)
+    except ValueError:
+        return compile_regex(regex.escape(text))
+
+
+def literal_reason(text: str) -> str | None:
+    """Why ``search`` looks for ``text`` literally: what makes it an invalid regex (None
+    when it is a valid one)."""
+    try:
+        compile_regex(text)
+    except ValueError as exc:
+        return str(exc)
+    return None

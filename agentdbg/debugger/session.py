@@ -27,11 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdbg import regex
 from agentdbg.debugger.breakpoints import BreakpointSet, as_reason
 from agentdbg.debugger.candidates import candidate_steps
-from agentdbg.debugger.filters import compile_regex
-from agentdbg.debugger.find import Query, find_step
+from agentdbg.debugger.find import Query, find_step, search_pattern
 from agentdbg.debugger.proofs import StepProofs
 from agentdbg.debugger.view import StepView
 from agentdbg.model.runs import Advancing, RawSteps, RunView, StepBlocks
@@ -309,23 +307,3 @@ class DebugSession:
         """A short position line: "step 3 of 5" (and "so far" while more may come)."""
         more = "" if self.run.complete else " so far"
         return as_reason(f"step {self.cursor} of {self.run.step_count}{more}")
-
-
-def search_pattern(text: str) -> regex.Pattern | None:
-    """Smart-case regex for a search; literal text when it is not a valid regex."""
-    if not text:
-        return None
-    try:
-        return compile_regex(text)
-    except ValueError:
-        return compile_regex(regex.escape(text))
-
-
-def literal_reason(text: str) -> str | None:
-    """Why ``search`` looks for ``text`` literally: what makes it an invalid regex (None
-    when it is a valid one)."""
-    try:
-        compile_regex(text)
-    except ValueError as exc:
-        return str(exc)
-    return None

@@ -29,9 +29,9 @@ from textual.worker import get_current_worker
 
 from agentdbg.debugger.breakpoints import BreakpointSet
 from agentdbg.debugger.candidates import prove_ahead
-from agentdbg.debugger.find import Query, find_step, matching_steps
+from agentdbg.debugger.find import Query, find_step, literal_reason, matching_steps
 from agentdbg.debugger.rescore import GuardSettings, rescore_run
-from agentdbg.debugger.session import DebugSession, Stop, literal_reason
+from agentdbg.debugger.session import DebugSession, Stop
 from agentdbg.debugger.sidecar import Sidecar, open_sidecar_for
 from agentdbg.debugger.triage import Summaries, first_failing_step, next_failing_run
 from agentdbg.debugger.view import StepView, scan_view
@@ -121,10 +121,13 @@ class DebuggerApp(App[None]):
             self.step = step
 
     class Counted(Message):
-        """Every step a search matches, counted in the background after it found one."""
+        """Every step a search matches, counted in the background after it found one
+        (``matches`` None: the count failed)."""
 
-        def __init__(self, matches: Matches) -> None:
+        def __init__(self, text: str, run: Any, matches: Matches | None) -> None:
             super().__init__()
+            self.text = text
+            self.run = run
             self.matches = matches
 
     class Stopped(Message):
@@ -914,10 +917,11 @@ class DebuggerApp(App[None]):
             try:
                 complete, count = run.complete, run.step_count
                 steps = matching_steps(run, query, cancel, proofs=session.proofs)
-            except Exception:  # (the search itself told what went wrong)
+            except Exception:  # (the run cannot be read to the end: the match shown stands)
+                self.post_message(self.Counted(query.text, run, None))
                 return
         if steps is not None and not cancel.is_set():
-            self.post_message(self.Counted(Matches(query.text, run, count, complete, steps)))
+            self.post_message(self.Counted(query.text, run, Matches(query.text, run, count, complete, steps)))
 
     def prove_ahead(self, session: DebugSession) -> None:
         """While a search is typed over a long trace file, prove what its scan would
@@ -943,12 +947,18 @@ class DebuggerApp(App[None]):
     def matches_counted(self, message: Counted) -> None:
         matches = message.matches
         session = self.session
-        if session is None or matches.run is not session.run or matches.text != self.last_search:
+        if session is None or message.run is not session.run or message.text != self.last_search:
+            return
+        said, self._search_said = self._search_said, None
+        if said is None or said[0] != self.query_one(StatusLine).message:
+            said = None  # (something else was said since: it stays)
+        if matches is None:
+            if said is not None:
+                self.say(f"{said[1]} (. next, , previous; the matches could not be counted)", "bold")
             return
         self._matches = matches
-        said, self._search_said = self._search_said, None
         step = session.cursor
-        if said is not None and said[0] == self.query_one(StatusLine).message and step in matches.index:
+        if said is not None and step in matches.index:
             self.say(f"{said[1]}: match {matches.index[step]:,} of {len(matches.steps):,} (. next, , previous)",
                      "bold")
 

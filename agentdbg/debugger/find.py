@@ -156,8 +156,7 @@ def matching_steps(run: Any, query: Query, cancel: threading.Event | None = None
     may_match = query.block_test(run)
     if may_match is not None:
         matches = query.record_test()
-        for step in candidate_steps(run, may_match, 1, run.step_count, cancel=cancel, proofs=proofs,
-                                    ahead=True):
+        for step in candidate_steps(run, may_match, 1, run.step_count, cancel=cancel, proofs=proofs):
             if step is None:
                 return None
             if _matches(run, matches, step):

@@ -161,3 +161,15 @@ async def test_a_count_that_fails_leaves_the_match_shown(long_trace, monkeypatch
         await press(pilot, "enter")
         assert app.session.cursor > 1 and app._matches is None
         assert "the matches could not be counted" in status(app) and "counting" not in status(app)
+
+
+async def test_the_status_line_shows_the_regex_as_typed(long_trace):
+    app = opened(long_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for typed, shown in (("\\d{4}-zz\\.q", "'\\d{4}-zz\\.q'"), ("it's \\w+zz", "\"it's \\w+zz\""),
+                             ("\x1b[31mred\\zz", "'red\\zz'")):  # (a control sequence is never shown)
+            await press(pilot, "slash", "ctrl+u")
+            app.screen.query_one("Input").insert_text_at_cursor(typed)
+            await press(pilot, "enter")
+            assert status(app).startswith(f"no match for {shown}"), status(app)

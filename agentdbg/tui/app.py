@@ -44,7 +44,7 @@ from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingA
 from agentdbg.tui.forks import RunsWithForks, fork_marks
 from agentdbg.tui.layout import PaneTabs
 from agentdbg.tui.live import LiveControl, LiveEvent
-from agentdbg.tui.safe import one_line
+from agentdbg.tui.safe import one_line, quoted
 from agentdbg.tui.screens.approval import DISMISSED, ApprovalScreen
 from agentdbg.tui.screens.breakpoints import BreakpointScreen
 from agentdbg.tui.screens.fork import ForkScreen
@@ -775,7 +775,7 @@ class DebuggerApp(App[None]):
             return
         if found.matches is not None:
             self._matches = found.matches
-        what = f"filter {one_line(query.text, 80)}" if query.is_filter else repr(one_line(query.text, 80))
+        what = f"filter {one_line(query.text, 80)}" if query.is_filter else quoted(query.text, 80)
         # Text that is not a valid regex is looked for as it is: say so, and why.
         reason = None if query.is_filter else literal_reason(query.text)
         literally = f" (looked for literally: {one_line(reason, 120)})" if reason else ""

@@ -40,6 +40,14 @@ def clipped(value: Any, limit: int) -> str:
 one_line = flat
 
 
+def quoted(value: Any, limit: int) -> str:
+    """``one_line`` in quotes, as typed: a regex's backslashes are not doubled as by
+    ``repr`` (double quotes when it holds a single quote and no double one)."""
+    text = one_line(value if isinstance(value, str) else str(value), limit)
+    quote = '"' if "'" in text and '"' not in text else "'"
+    return f"{quote}{text}{quote}"
+
+
 def plain(value: Any, style: str | Style = "") -> Text:
     """A ``Text`` that shows ``value`` literally: markup is never interpreted."""
     return Text(clean(value), style=style)

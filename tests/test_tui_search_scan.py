@@ -173,3 +173,25 @@ async def test_the_status_line_shows_the_regex_as_typed(long_trace):
             app.screen.query_one("Input").insert_text_at_cursor(typed)
             await press(pilot, "enter")
             assert status(app).startswith(f"no match for {shown}"), status(app)
+
+
+async def test_the_position_said_while_the_file_is_read_is_counted_again(tmp_path, monkeypatch):
+    from test_tui_support import deferred_index
+
+    from agentdbg.trace.reader import open_trace
+
+    deferred_index(monkeypatch)  # the first 4 KiB on opening, the rest once waited for
+    path = tmp_path / "run.jsonl"
+    write_trace(path, [synthetic_run(400)])
+    app = DebuggerApp(open_trace(path), save_breakpoints=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "n")
+        assert status(app).startswith("step 2 of ") and "so far" in status(app)
+        app.document.wait()
+        await wait_for(pilot, lambda: status(app).startswith("step 2 of 400"), "the whole count")
+        assert "so far" not in status(app)
+        await press(pilot, "slash", "ctrl+u")
+        app.screen.query_one("Input").insert_text_at_cursor("zzz-nowhere")
+        await press(pilot, "enter")
+        assert status(app).startswith("no match")  # (another message: left alone)

@@ -502,6 +502,11 @@ class DebuggerApp(App[None]):
     def say(self, message: str, style: str = "") -> None:
         self.query_one(StatusLine).say(message, style)
 
+    def _says_position(self, session: DebugSession) -> bool:
+        """Does the status line still say where the cursor is in a run read so far?"""
+        message = self.query_one(StatusLine).message
+        return message.startswith(f"step {session.cursor} of ") and "so far" in message.split(":")[0]
+
     def poll(self) -> None:
         """A file being indexed or followed, or a live run moved by a worker, has grown:
         the timeline, header and live breaks catch up (called on the document's messages)."""
@@ -529,6 +534,8 @@ class DebuggerApp(App[None]):
         if grew and session.cursor == 0 and run.step_count > 0 and not session.is_live:
             session.goto(1)
             self.show_cursor()
+        elif grew and self._says_position(session):  # "step 1 of 102,599 so far": counted again
+            self.say(self.describe_step(), self.reason_style())
         self.report_problems()
         self.live.tick()
 

@@ -154,7 +154,10 @@ def command(*argv: str) -> list[str]:
 
 
 def index_only(path: Path) -> list[str]:
-    return ["-c", f"from agentdbg.trace.reader import open_trace; open_trace({str(path)!r}).wait()"]
+    """Open and index ``path`` in a fresh process, with the worker processes a headless
+    command would have (``workers.enable()``; ``AGENTDBG_SCAN_WORKERS=0``: none)."""
+    return ["-c", "from agentdbg.trace import workers; workers.enable(); "
+                  f"from agentdbg.trace.reader import open_trace; open_trace({str(path)!r}).wait()"]
 
 
 def continue_from(run, breakpoints: BreakpointSet, step_by_step: bool = False) -> str:

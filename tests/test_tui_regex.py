@@ -9,7 +9,7 @@ import json
 import time
 
 import pytest
-from test_tui_support import SIZE, press, settle, status, type_text
+from test_tui_support import SIZE, press, settle, status, type_text, wait_for
 
 from agentdbg import regex
 from agentdbg.debugger.breakpoints import sidecar_path
@@ -80,14 +80,6 @@ def open_with_sidecar(path, spec: str):
     document = open_document(path)
     document.wait()
     return document
-
-
-async def wait_for(pilot, condition, what: str) -> None:
-    for _ in range(2000):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def test_escape_cancels_a_long_continue_with_a_catastrophic_filter_and_q_quits(large_trace):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from test_tui_support import SIZE, press, settle, status, type_text
+from test_tui_support import SIZE, press, search_for, settle, status, wait_for
 
 from agentdbg.documents import open_document
 from agentdbg.trace import scan
@@ -31,14 +31,6 @@ def opened(path) -> DebuggerApp:
     return DebuggerApp(document, save_breakpoints=False)
 
 
-async def wait_for(pilot, condition, what: str) -> None:
-    for _ in range(2000):
-        if condition():
-            return
-        await pilot.pause(0.01)
-    raise AssertionError(f"never happened: {what}")
-
-
 async def test_the_match_is_shown_before_the_count_and_the_count_follows(long_trace, monkeypatch):
     counting = threading.Event()
     may_count = threading.Event()
@@ -53,9 +45,7 @@ async def test_the_match_is_shown_before_the_count_and_the_count_follows(long_tr
     app = opened(long_trace)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press(pilot, "slash")
-        await type_text(pilot, "Ask calc")
-        await pilot.press("enter")
+        await search_for(pilot, "Ask calc", settled=False)
         await wait_for(pilot, counting.is_set, "the count began")
         await wait_for(pilot, lambda: not app.busy, "the search ended")
         found = app.session.cursor
@@ -76,9 +66,7 @@ async def test_the_count_adds_to_what_the_search_said(long_trace):
     app = opened(long_trace)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press(pilot, "slash")
-        await type_text(pilot, "Ask calc")
-        await press(pilot, "enter")
+        await search_for(pilot, "Ask calc")
         steps = app._matches.steps
         assert app.session.cursor == steps[0]
         assert f"match for 'Ask calc' at step {steps[0]:,}: match 1 of {len(steps):,}" in status(app)
@@ -103,15 +91,9 @@ async def test_a_new_search_stops_the_last_count(long_trace, monkeypatch):
     app = opened(long_trace)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press(pilot, "slash")
-        await type_text(pilot, "Ask")
-        await pilot.press("enter")
+        await search_for(pilot, "Ask", settled=False)
         await wait_for(pilot, started.is_set, "the first count began")
-        await pilot.press("slash")  # (no settling: that would wait for the count)
-        await wait_for(pilot, lambda: app.screen.id == "search", "the search dialog")
-        await pilot.press("ctrl+u")
-        await type_text(pilot, "zzz-not-there")
-        await pilot.press("enter")
+        await search_for(pilot, "zzz-not-there", settled=False)  # (settling would wait for the count)
         await wait_for(pilot, lambda: "no match for 'zzz-not-there'" in status(app), "the second search")
         await settle(pilot)
         assert counted == ["Ask: stopped"] and app._matches is None
@@ -129,7 +111,7 @@ async def test_the_steps_are_proven_while_the_search_is_typed(long_trace, monkey
         await press(pilot, "slash")  # the dialog opens; the proofs are made meanwhile
         assert proved and min(proved) == 1
         proved.clear()
-        await type_text(pilot, "[0-9]{9}")
+        app.screen.query_one("Input").insert_text_at_cursor("[0-9]{9}")
         await press(pilot, "enter")
         assert "no match for '[0-9]{9}'" in status(app)
         assert proved == []  # the search took them
@@ -156,9 +138,7 @@ async def test_a_count_that_fails_leaves_the_match_shown(long_trace, monkeypatch
     app = opened(long_trace)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press(pilot, "slash")
-        await type_text(pilot, "Ask calc")
-        await press(pilot, "enter")
+        await search_for(pilot, "Ask calc")
         assert app.session.cursor > 1 and app._matches is None
         assert "the matches could not be counted" in status(app) and "counting" not in status(app)
 
@@ -169,9 +149,7 @@ async def test_the_status_line_shows_the_regex_as_typed(long_trace):
         await settle(pilot)
         for typed, shown in (("\\d{4}-zz\\.q", "'\\d{4}-zz\\.q'"), ("it's \\w+zz", "\"it's \\w+zz\""),
                              ("\x1b[31mred\\zz", "'red\\zz'")):  # (a control sequence is never shown)
-            await press(pilot, "slash", "ctrl+u")
-            app.screen.query_one("Input").insert_text_at_cursor(typed)
-            await press(pilot, "enter")
+            await search_for(pilot, typed)
             assert status(app).startswith(f"no match for {shown}"), status(app)
 
 
@@ -191,7 +169,5 @@ async def test_the_position_said_while_the_file_is_read_is_counted_again(tmp_pat
         app.document.wait()
         await wait_for(pilot, lambda: status(app).startswith("step 2 of 400"), "the whole count")
         assert "so far" not in status(app)
-        await press(pilot, "slash", "ctrl+u")
-        app.screen.query_one("Input").insert_text_at_cursor("zzz-nowhere")
-        await press(pilot, "enter")
+        await search_for(pilot, "zzz-nowhere")
         assert status(app).startswith("no match")  # (another message: left alone)

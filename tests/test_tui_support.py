@@ -23,6 +23,27 @@ async def settle(pilot) -> None:
     await pilot.pause()
 
 
+async def wait_for(pilot, condition, what: str) -> None:
+    """Pause until ``condition()`` holds (without waiting for the workers, as ``settle`` does)."""
+    for _ in range(2000):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def search_for(pilot, text: str, settled: bool = True) -> None:
+    """``/``, the text (replacing what the dialog held), Enter; with ``settled``, every
+    worker done (the search and the count behind it)."""
+    await pilot.press("slash")
+    await wait_for(pilot, lambda: pilot.app.screen.id == "search", "the search dialog")
+    await pilot.press("ctrl+u")
+    pilot.app.screen.query_one("Input").insert_text_at_cursor(text)
+    await pilot.press("enter")
+    if settled:
+        await settle(pilot)
+
+
 async def press(pilot, *keys: str) -> None:
     for key in keys:
         await pilot.press(key)

@@ -137,7 +137,6 @@ def test_a_regex_without_a_word_gets_a_block_test() -> None:
         assert quick.regex_bytes_test(pattern, False) is not None, pattern
     for pattern in [".*", "[^x]+", "\\W"]:
         assert quick.regex_block_test(pattern, False) is None, pattern
-    assert quick.word_block_test is quick.regex_block_test
 
 
 def test_a_regex_every_step_line_matches_gets_no_test() -> None:

@@ -171,3 +171,32 @@ async def test_the_position_said_while_the_file_is_read_is_counted_again(tmp_pat
         assert "so far" not in status(app)
         await search_for(pilot, "zzz-nowhere")
         assert status(app).startswith("no match")  # (another message: left alone)
+
+
+async def test_going_to_another_run_stops_the_count(tmp_path, monkeypatch):
+    stopped = threading.Event()
+    started = threading.Event()
+    real = app_module.matching_steps
+
+    def watched(run, query, cancel, **kwargs):
+        started.set()
+        for _ in range(3000):
+            if cancel.is_set():
+                stopped.set()
+                break
+            threading.Event().wait(0.01)
+        return real(run, query, cancel, **kwargs)
+
+    monkeypatch.setattr(app_module, "matching_steps", watched)
+    path = tmp_path / "two.jsonl"
+    write_trace(path, [synthetic_run(300, seed=1), synthetic_run(300, seed=2)])
+    app = opened(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await search_for(pilot, "Ask calc", settled=False)
+        await wait_for(pilot, started.is_set, "the count began")
+        await pilot.press("right_square_bracket")  # the next failing run
+        await wait_for(pilot, lambda: app.run_index == 1, "the second run shown")
+        await wait_for(pilot, stopped.is_set, "the count stopped")
+        await settle(pilot)
+        assert app._matches is None and "counting" not in status(app)

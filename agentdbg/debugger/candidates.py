@@ -116,14 +116,9 @@ def prove_ahead(run: Any, proofs: StepProofs, cancel: threading.Event | None = N
         return True
 
     def prove(block: Any) -> set[int]:
-        return proofs.test(run, block, _not_verbatim) if block.data else set()
+        return proofs.test(run, block, lambda block: block.not_verbatim(True)) if block.data else set()
 
     for _ in _tested_ahead(run.step_blocks(1, count), prove):
         if cancel is not None and cancel.is_set():
             return False
     return True
-
-
-def _not_verbatim(block: Any) -> set[int]:
-    found: set[int] = block.not_verbatim(True)
-    return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,22 +73,23 @@ class Query:
 
     def step_test(self, run: Any) -> Callable[[int], bool]:
         """A test of one step number: does it match?"""
-        if self.filter is not None:
-            flt = self.filter
-            return lambda step: flt.matches(run.record(step))
-        pattern = self.pattern
-        if pattern is None:
-            return lambda step: False
+        matches = self.record_test()
         step_bytes = run.step_bytes if isinstance(run, RawSteps) else None
-        may_contain = (quick.regex_bytes_test(pattern.pattern, not pattern.flags & re.IGNORECASE)
-                       if step_bytes is not None else None)
+        may_match: quick.BytesTest | None = None
+        if step_bytes is None:
+            pass
+        elif self.filter is not None:
+            may_match = self.filter.bytes_test()
+        elif self.pattern is not None:
+            may_contain = quick.regex_bytes_test(self.pattern.pattern, not self.pattern.flags & re.IGNORECASE)
+            may_match = None if may_contain is None else (lambda step, data: may_contain(data))
 
         def test(step: int) -> bool:
-            if may_contain is not None and step_bytes is not None:
+            if may_match is not None and step_bytes is not None:
                 data = step_bytes(step)
-                if data is not None and not may_contain(data):
+                if data is not None and not may_match(step, data):
                     return False
-            return pattern.found(transcript_text(run.record(step)))
+            return matches(run.record(step))
 
         return test
 
@@ -118,34 +119,11 @@ def find_step(run: Any, query: Query, origin: int, forward: bool = True, wrap: b
     None when nothing matches or ``cancel`` is set. ``proofs``: what earlier scans of the
     run proved of its steps' bytes (a debugger session's), lent and kept."""
     count = run.step_count
-    if count == 0:
-        return None
     origin = max(0, min(origin, count + 1))
-    spans = _spans(origin, count, forward, wrap)
-    may_match = query.block_test(run)
-    if may_match is not None:  # a trace file: a few MiB of steps at a time
-        matches = query.record_test()
-        for first, last in spans:
-            for step in candidate_steps(run, may_match, first, last, reverse=not forward, cancel=cancel,
-                                        progress=progress, proofs=proofs):
-                if step is None:
-                    return None
-                if _matches(run, matches, step):
-                    return step
-        return None
-    test = query.step_test(run)
-    orders = [range(first, last + 1) if forward else range(last, first - 1, -1) for first, last in spans]
-    for done, step in enumerate(_chain(*orders), 1):
-        if done % CANCEL_EVERY == 0:
-            if cancel is not None and cancel.is_set():
-                return None
-            if progress is not None and done % PROGRESS_EVERY == 0:
-                progress(step)
-        try:
-            if test(step):
-                return int(step)
-        except (IndexError, ValueError, OSError):
-            continue  # a damaged step matches nothing
+    for first, last in _spans(origin, count, forward, wrap):
+        for step in iter_matches(run, query, cancel, first, last, reverse=not forward, progress=progress,
+                                 proofs=proofs):
+            return step  # (None: cancelled)
     return None
 
 
@@ -153,29 +131,49 @@ def matching_steps(run: Any, query: Query, cancel: threading.Event | None = None
                    limit: int = COUNT_LIMIT, proofs: StepProofs | None = None) -> list[int] | None:
     """Every matching step in order (at most ``limit``); None when cancelled."""
     found: list[int] = []
-    may_match = query.block_test(run)
-    if may_match is not None:
-        matches = query.record_test()
-        for step in candidate_steps(run, may_match, 1, run.step_count, cancel=cancel, proofs=proofs):
-            if step is None:
-                return None
-            if _matches(run, matches, step):
-                found.append(step)
-                if len(found) >= limit:
-                    break
-        return found
-    test = query.step_test(run)
-    for step in range(1, run.step_count + 1):
-        if step % CANCEL_EVERY == 0 and cancel is not None and cancel.is_set():
+    for step in iter_matches(run, query, cancel, proofs=proofs):
+        if step is None:
             return None
-        try:
-            if test(step):
-                found.append(step)
-        except (IndexError, ValueError, OSError):
-            continue
+        found.append(step)
         if len(found) >= limit:
             break
     return found
+
+
+def iter_matches(run: Any, query: Query, cancel: threading.Event | None = None, first: int = 1,
+                 last: int | None = None, *, reverse: bool = False, progress: Callable[[int], None] | None = None,
+                 proofs: StepProofs | None = None) -> Iterator[int | None]:
+    """The steps ``first``..``last`` (default: those known now) that ``query`` matches, in
+    order (from ``last`` down with ``reverse``); yields None and ends when ``cancel`` is
+    set. Over a trace file a block of steps at a time, decoding only the steps its block
+    test cannot rule out; else step by step, each step's bytes tested first where the run
+    has them. A step that cannot be read matches nothing."""
+    last = run.step_count if last is None else last
+    may_match = query.block_test(run)
+    if may_match is not None:
+        matches = query.record_test()
+        for step in candidate_steps(run, may_match, first, last, reverse=reverse, cancel=cancel,
+                                    progress=progress, proofs=proofs):
+            if step is None:
+                yield None
+                return
+            if _matches(run, matches, step):
+                yield step
+        return
+    test = query.step_test(run)
+    order = range(last, first - 1, -1) if reverse else range(first, last + 1)
+    for done, step in enumerate(order, 1):
+        if done % CANCEL_EVERY == 0:
+            if cancel is not None and cancel.is_set():
+                yield None
+                return
+            if progress is not None and done % PROGRESS_EVERY == 0:
+                progress(step)
+        try:
+            if test(step):
+                yield step
+        except (IndexError, ValueError, OSError):
+            continue  # a damaged step matches nothing
 
 
 def _spans(origin: int, count: int, forward: bool, wrap: bool) -> list[tuple[int, int]]:
@@ -193,11 +191,6 @@ def _matches(run: Any, matches: Callable[[Any], bool], step: int) -> bool:
         return matches(run.record(step))
     except (IndexError, ValueError, OSError):
         return False  # a damaged step matches nothing
-
-
-def _chain(*orders: Iterable[int]) -> Iterator[int]:
-    for order in orders:
-        yield from order
 
 
 def search_pattern(text: str) -> regex.Pattern | None:

@@ -268,9 +268,6 @@ def regex_bytes_test(pattern: str, case_sensitive: bool, made_up: bool = True) -
     return None if found is None else found.step
 
 
-word_block_test = regex_block_test  # (its former name: a required word was all it looked for)
-
-
 _NUMBER_WORD = re.compile(r"[0-9eE]*|inf|nan|infinity", re.IGNORECASE)
 
 

@@ -13,59 +13,15 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from agentdbg.debugger.candidates import candidate_steps
 from agentdbg.debugger.filters import Filter
-from agentdbg.model.runs import Advancing, RawSteps, StepBlocks
-
-CANCEL_EVERY = 256  # steps between looks at the cancel flag
-PROGRESS_EVERY = 4096  # steps between progress calls
+from agentdbg.debugger.find import Query, iter_matches
 
 
 def iter_matching_steps(run: Any, flt: Filter, cancel: threading.Event | None = None, first: int = 1,
                         stop: int | None = None, progress: Callable[[int], None] | None = None) -> Iterator[int | None]:
     """The numbers of the steps ``first``..``stop`` (default: those known now) that ``flt``
-    matches, in order; yields None and ends when ``cancel`` is set."""
-    match = flt.predicate()
-    last = run.step_count if stop is None else stop
-    may_match = (flt.block_test() if isinstance(run, StepBlocks) and not isinstance(run, Advancing)
-                 else None)
-    if may_match is not None:  # a trace file: a few MiB of steps at a time
-        yield from _matching_in_blocks(run, match, may_match, cancel, first, last, progress)
-        return
-    cannot_match = flt.bytes_test()
-    step_bytes = run.step_bytes if cannot_match is not None and isinstance(run, RawSteps) else None
-    for step in range(first, last + 1):
-        if step % CANCEL_EVERY == 0:
-            if cancel is not None and cancel.is_set():
-                yield None
-                return
-            if progress is not None and step % PROGRESS_EVERY == 0:
-                progress(step)
-        try:
-            if step_bytes is not None and cannot_match is not None:
-                data = step_bytes(step)
-                if data is not None and not cannot_match(step, data):
-                    continue
-            if match(run.record(step)):
-                yield step
-        except (IndexError, ValueError, OSError):
-            continue
-
-
-def _matching_in_blocks(run: Any, match: Callable[[Any], bool], may_match: Callable[[Any], set[int]],
-                        cancel: threading.Event | None, first: int, last: int,
-                        progress: Callable[[int], None] | None) -> Iterator[int | None]:
-    """``iter_matching_steps`` over a trace file's blocks of steps: only the steps the
-    filter's block test cannot rule out are decoded (``agentdbg.trace.scan``)."""
-    for step in candidate_steps(run, may_match, first, last, cancel=cancel, progress=progress):
-        if step is None:
-            yield None
-            return
-        try:
-            if match(run.record(step)):
-                yield step
-        except (IndexError, ValueError, OSError):
-            continue
+    matches, in order; yields None and ends when ``cancel`` is set (``find.iter_matches``)."""
+    return iter_matches(run, Query(str(flt), filter=flt), cancel, first, stop, progress=progress)
 
 
 def run_matches(run: Any, flt: Filter, cancel: threading.Event | None = None) -> bool | None:

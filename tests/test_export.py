@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_inputs import HOSTILE, NEVER_ON_A_TERMINAL, write_input
+from hostile_inputs import HOSTILE, HOSTILE_LINE, NEVER_ON_A_TERMINAL, write_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_import_support import all_fixtures
@@ -25,6 +25,7 @@ from agentdbg.exporters.output import AtomicOutput
 from agentdbg.exporters.runs import RunStream
 from agentdbg.plans import load_plan
 from agentdbg.state import group_run
+from agentdbg.trace.reader import open_trace
 from agentdbg.trace.synthetic import synthetic_run
 from agentdbg.trace.writer import write_trace
 
@@ -289,6 +290,23 @@ def test_hostile_text_is_valid_json_inert_on_a_terminal_and_comes_back_unchanged
     assert run.records[0].tool == HOSTILE and run.records[0].args == {HOSTILE: HOSTILE}
     assert run.records[1].parse_error == HOSTILE and run.records[1].output == HOSTILE
     assert run.records[2].args == HOSTILE and run.records[2].answer == HOSTILE
+
+
+def test_a_trace_converted_from_another_format_is_inert_on_a_terminal_and_exact(tmp_path):
+    source = tmp_path / "chat.json"  # no lone surrogate: the text is written as it is, but for what a terminal obeys
+    source.write_text(json.dumps({"messages": [{"role": "user", "content": HOSTILE_LINE},
+                                               {"role": "assistant", "content": HOSTILE_LINE}]}, ensure_ascii=False),
+                      encoding="utf-8")
+    out = tmp_path / "run.jsonl"
+    assert main(["convert", str(source), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert NEVER_ON_A_TERMINAL.search(text) is None and "\\u202e" in text and "\\u009b" in text
+    document = open_trace(out, background=False)
+    try:
+        run = group_run(list(document.runs[0].iter_events()))
+    finally:
+        document.close()
+    assert run.info.task == HOSTILE_LINE and run.end.answer == HOSTILE_LINE
 
 
 # --- streaming --------------------------------------------------------------------------------

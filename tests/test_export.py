@@ -21,13 +21,13 @@ from test_import_support import all_fixtures
 from agentdbg import exporters, importers
 from agentdbg.cli import main
 from agentdbg.engine import events as ev
-from agentdbg.exporters.output import AtomicOutput
 from agentdbg.exporters.runs import RunStream
+from agentdbg.outputs import AtomicOutput
 from agentdbg.plans import load_plan
 from agentdbg.state import group_run
 from agentdbg.trace.reader import open_trace
 from agentdbg.trace.synthetic import synthetic_run
-from agentdbg.trace.writer import write_trace
+from agentdbg.trace.writer import TraceWriter, write_trace
 
 TARGETS = list(exporters.TARGETS)
 FORCED = {"transcript/edge_empty.txt": "transcript"}
@@ -403,6 +403,37 @@ def test_a_failed_export_leaves_the_old_file_and_no_temporary_file(tmp_path, mon
         _export(source, out, "otel-genai")
     assert out.read_text(encoding="utf-8") == "old"
     assert sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+def test_an_output_interrupted_as_it_is_created_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fchmod", interrupted)  # Ctrl-C between creating the file and handing it out
+    with pytest.raises(KeyboardInterrupt):
+        AtomicOutput(tmp_path / "out.json")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("target", ["agentdbg-trace", *TARGETS])
+def test_a_conversion_interrupted_midway_leaves_the_old_file_and_no_temporary_file(target, tmp_path, monkeypatch):
+    source = next(p for p in all_fixtures() if p.name == "weather_request.json")
+    out = tmp_path / "out"
+    out.write_text("old", encoding="utf-8")
+    real = AtomicOutput.write_bytes if target in TARGETS else TraceWriter.write
+    calls = []
+
+    def interrupted(self, *args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(AtomicOutput if target in TARGETS else TraceWriter,
+                        "write_bytes" if target in TARGETS else "write", interrupted)
+    assert main(["convert", str(source), "--to", target, "-o", str(out), "--force"]) == 130
+    assert len(calls) == 2 and out.read_text(encoding="utf-8") == "old"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
 # --- damaged agentdbg facts ----------------------------------------------------------------

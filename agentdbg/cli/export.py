@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentdbg.exporters import table
-    from agentdbg.exporters.output import AtomicOutput
+    from agentdbg.outputs import AtomicOutput
 
     if not args.table:
         return render.fail("export", "say what to export: --table (one row per step); "

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import ModuleType
 
 from agentdbg.exporters import openai_chat, otel_genai
-from agentdbg.exporters.output import AtomicOutput
 from agentdbg.exporters.runs import RunStream
 from agentdbg.model.runs import Problem
+from agentdbg.outputs import AtomicOutput
 
 TARGETS: dict[str, ModuleType] = {module.NAME: module for module in (otel_genai, openai_chat)}
 TRACE_TARGET = "agentdbg-trace"  # convert's own output, written by agentdbg.trace.writer

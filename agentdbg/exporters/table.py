@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.exporters.output import AtomicOutput, to_json
+from agentdbg.exporters.output import to_json
+from agentdbg.outputs import AtomicOutput
 from agentdbg.text import escape_visible
 
 ROW_GROUP = 50_000  # Parquet rows written at a time

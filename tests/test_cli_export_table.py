@@ -177,3 +177,46 @@ def test_a_named_file_that_cannot_be_read_is_trouble(runs_dir, tmp_path, capsys)
     code, err = export(capsys, "--table", runs_dir / "b.jsonl", runs_dir / "sub" / "notes.txt", "-o", out)
     assert code == 2 and "error:" in err and "notes.txt" in err
     assert len(out.read_text(encoding="utf-8").splitlines()) == 1 + 5  # what could be read is written
+
+
+def _failing_input(kind: str, tmp_path: Path) -> Path:
+    if kind == "missing":
+        return tmp_path / "missing.jsonl"
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    if kind == "empty-folder":
+        (tmp_path / "empty").mkdir()
+        return tmp_path / "empty"
+    path = tmp_path / "bad.json"
+    path.write_text('{"not": "a run"', encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["missing", "dev-zero", "bad-json", "empty-folder"])
+@pytest.mark.parametrize("name", ["steps.csv", "steps.jsonl"])
+def test_an_export_that_reads_nothing_leaves_the_old_output_as_it_was(kind, name, tmp_path, capsys):
+    source = _failing_input(kind, tmp_path)
+    out = tmp_path / name
+    out.write_text("keep me", encoding="utf-8")
+    code, err = export(capsys, "--table", source, "-o", out, "--force")
+    assert code == 2 and f"no file could be read; {out} left as it was" in err
+    assert out.read_text(encoding="utf-8") == "keep me"
+    assert not list(tmp_path.glob(f".{name}.*"))  # no temporary file left
+    fresh = tmp_path / f"new-{name}"
+    assert export(capsys, "--table", source, "-o", fresh)[0] == 2 and not fresh.exists()
+
+
+def test_an_interrupted_export_leaves_the_old_output_and_no_temporary_file(runs_dir, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "steps.csv"
+    out.write_text("keep me", encoding="utf-8")
+    rows = []
+
+    def interrupted(self, row):
+        rows.append(row)
+        if len(rows) == 3:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(table.CsvWriter, "write", interrupted)
+    code, _ = export(capsys, "--table", runs_dir, "-o", out, "--force")
+    assert code == 130 and len(rows) == 3  # Ctrl-C, part way through
+    assert out.read_text(encoding="utf-8") == "keep me" and not list(tmp_path.glob(".steps.csv.*"))

@@ -187,12 +187,15 @@ def _failing_input(kind: str, tmp_path: Path) -> Path:
     if kind == "empty-folder":
         (tmp_path / "empty").mkdir()
         return tmp_path / "empty"
+    if kind == "no-run":
+        write_trace(tmp_path / "empty.jsonl", [])  # a header and nothing more
+        return tmp_path / "empty.jsonl"
     path = tmp_path / "bad.json"
     path.write_text('{"not": "a run"', encoding="utf-8")
     return path
 
 
-@pytest.mark.parametrize("kind", ["missing", "dev-zero", "bad-json", "empty-folder"])
+@pytest.mark.parametrize("kind", ["missing", "dev-zero", "bad-json", "empty-folder", "no-run"])
 @pytest.mark.parametrize("name", ["steps.csv", "steps.jsonl"])
 def test_an_export_that_reads_nothing_leaves_the_old_output_as_it_was(kind, name, tmp_path, capsys):
     source = _failing_input(kind, tmp_path)

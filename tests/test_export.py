@@ -25,6 +25,7 @@ from agentdbg.exporters.runs import RunStream
 from agentdbg.outputs import AtomicOutput
 from agentdbg.plans import load_plan
 from agentdbg.state import group_run
+from agentdbg.trace.format import header_line
 from agentdbg.trace.reader import open_trace
 from agentdbg.trace.synthetic import synthetic_run
 from agentdbg.trace.writer import TraceWriter, write_trace
@@ -377,6 +378,17 @@ def test_unusable_input_is_one_clear_error_and_writes_nothing(content, message, 
     assert main(["convert", str(source), "--to", "otel-genai", "-o", str(out)]) == 2
     assert message in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["in.json"]  # no output, no temporary file left
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_trace_with_no_run_is_refused_and_the_old_output_kept(target, tmp_path, capsys):
+    source = tmp_path / "empty.jsonl"
+    source.write_text(header_line(), encoding="utf-8")  # a recording that never started a run
+    out = tmp_path / "out.json"
+    out.write_text("keep me", encoding="utf-8")
+    assert main(["convert", str(source), "--to", target, "-o", str(out), "--force"]) == 2
+    assert f"{source}: no runs in it" in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == "keep me" and sorted(os.listdir(tmp_path)) == ["empty.jsonl", "out.json"]
 
 
 def test_a_symlink_at_the_output_is_replaced_never_written_through(tmp_path, capsys):

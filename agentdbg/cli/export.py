@@ -75,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
                 counted = [0]
                 for row in table.rows_of(path, _runs(document, args, counted), render.iter_records, args.max_text):
                     writer.write(row)
+                if not counted[0]:  # a header and nothing more: refused, as every command refuses it
+                    raise render.no_runs(document)
                 runs_written += counted[0]
                 files_read += 1
             except render.InputError as exc:

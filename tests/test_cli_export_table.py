@@ -223,3 +223,10 @@ def test_an_interrupted_export_leaves_the_old_output_and_no_temporary_file(runs_
     code, _ = export(capsys, "--table", runs_dir, "-o", out, "--force")
     assert code == 130 and len(rows) == 3  # Ctrl-C, part way through
     assert out.read_text(encoding="utf-8") == "keep me" and not list(tmp_path.glob(".steps.csv.*"))
+
+
+def test_an_export_over_its_only_input_keeps_the_input(runs_dir, tmp_path, capsys):
+    trace = runs_dir / "b.jsonl"
+    before = trace.read_bytes()
+    code, err = export(capsys, "--table", trace, "-o", trace, "--table-format", "jsonl", "--force")
+    assert code == 2 and "left as it was" in err and trace.read_bytes() == before  # not an empty table

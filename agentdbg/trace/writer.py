@@ -370,15 +370,15 @@ def write_trace(path: str | Path, runs: Iterable[Iterable[ev.Event]], *,
         summary.checkpoints = writer.checkpoints_written
         _replace_unless_written(temporary, path)
     except TraceWriteError as exc:  # the temporary file is gone: name no part of it
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise OSError(exc.errno, exc.strerror) from exc
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     return summary
 
 
-def _replace_unless_written(source: str, destination: Path) -> None:
+def _replace_unless_written(source: Path, destination: Path) -> None:
     """``os.replace``, holding the writer's lock on the file replaced, so that a trace
     still being recorded is never swapped out from under its writer."""
     fd = None

@@ -12,25 +12,28 @@ replaced, never written through.
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import secrets
 from pathlib import Path
+
+_CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+           | getattr(os, "O_BINARY", 0))
+_NAME_TRIES = 100
 
 
 def temporary_beside(path: str | Path) -> tuple[int, Path]:
     """A new empty file beside ``path`` (``.NAME.XXXXXXXX.partial``, hidden), open for
-    writing, with the permissions a file created the usual way gets (not mkstemp's 0600)."""
+    writing, created exclusively with the permissions a file created the usual way gets
+    (the umask applies, and is never changed: other threads may be creating files)."""
     path = Path(path)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(handle, 0o666 & ~umask)
-    except BaseException:  # Ctrl-C included: the file was never handed out
-        os.close(handle)
-        os.unlink(name)
-        raise
-    return handle, Path(name)
+    for _ in range(_NAME_TRIES):
+        name = path.parent / f".{path.name}.{secrets.token_hex(4)}.partial"
+        try:
+            return os.open(name, _CREATE, 0o666), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file beside it", str(path))
 
 
 class AtomicOutput:

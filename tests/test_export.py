@@ -9,6 +9,7 @@ import functools
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_import_support import all_fixtures
 
-from agentdbg import exporters, importers
+from agentdbg import exporters, importers, outputs
 from agentdbg.cli import main
 from agentdbg.engine import events as ev
 from agentdbg.exporters.runs import RunStream
@@ -417,14 +418,28 @@ def test_a_failed_export_leaves_the_old_file_and_no_temporary_file(tmp_path, mon
     assert sorted(os.listdir(tmp_path)) == ["out.json"]
 
 
-def test_an_output_interrupted_as_it_is_created_leaves_no_temporary_file(tmp_path, monkeypatch):
-    def interrupted(*args):
+def test_an_output_interrupted_as_it_is_opened_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(os, "fchmod", interrupted)  # Ctrl-C between creating the file and handing it out
+    monkeypatch.setattr(outputs, "open", interrupted, raising=False)  # Ctrl-C once the file is made
     with pytest.raises(KeyboardInterrupt):
         AtomicOutput(tmp_path / "out.json")
     assert os.listdir(tmp_path) == []
+
+
+def test_an_output_gets_the_permissions_of_a_new_file_and_the_umask_is_left_alone(tmp_path, monkeypatch):
+    real_umask = os.umask
+    previous = real_umask(0o027)
+    try:
+        calls = []
+        monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))
+        with AtomicOutput(tmp_path / "out.json") as out:
+            out.write("{}")
+    finally:
+        real_umask(previous)
+    assert calls == []  # changing it, even for a moment, would change it for every thread
+    assert stat.S_IMODE(os.stat(tmp_path / "out.json").st_mode) == 0o640  # 0o666 less the umask, not 0o600
 
 
 @pytest.mark.parametrize("target", ["agentdbg-trace", *TARGETS])

@@ -14,8 +14,10 @@ selector after an emoji, the tags of a subdivision flag.
 
 ``sanitize`` is the one sanitiser; ``sanitize_stream`` is the same for the output of a
 renderer that colours text it has already sanitised, and ``escape_json`` gives JSON text
-the same protection without changing what it decodes to. Pure ``str -> str``, with no
-dependency on rich or textual.
+the same protection without changing what it decodes to; ``escape_visible`` gives it to
+plain text that must keep every character (a CSV cell): what would be removed or shown is
+written as ``<U+001B>``, and ``unescape_visible`` gives the exact text back. Pure
+``str -> str``, with no dependency on rich or textual.
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ _SUSPECT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE_BMP}\U00010000-\
 _ASCII_PRINTABLE = bytes(range(0x20, 0x7F)) + b"\t\n"
 _LATIN1_PRINTABLE = _ASCII_PRINTABLE + bytes(range(0xA0, 0x100))
 _JSON_UNSAFE = re.compile(f"(?P<control>[\x7f-\x9f]) | (?P<flag>{_FLAG}) | [{_INVISIBLE}]", re.VERBOSE)
+# For escape_visible: every control character but tab, newline and the CR of a CRLF; and
+# text already written as an escape (its "<" is escaped, so unescaping is exact).
+_VISIBLE_ESCAPE = "<U+{:04X}>"
+_ESCAPED = re.compile(r"<U\+([0-9A-F]{4,6})>")
+_VISIBLE_UNSAFE = re.compile(
+    rf"(?P<escaped><U\+[0-9A-F]{{4,6}}>) | (?P<control>[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n))"
+    rf" | (?P<flag>{_FLAG}) | [{_INVISIBLE}]", re.VERBOSE)
 
 ZWNJ, ZWJ, VS16 = "\u200c", "\u200d", "\ufe0f"
 _VARIATION_SELECTORS = frozenset(chr(c) for c in [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
@@ -182,6 +191,41 @@ def escape_json(json_text: str) -> str:
     if json_text.isascii():  # json.dumps has escaped every C0 control: only DEL is left
         return json_text if "\x7f" not in json_text else _JSON_UNSAFE.sub(_json_escape, json_text)
     return _JSON_UNSAFE.sub(_json_escape, json_text) if _SUSPECT.search(json_text) else json_text
+
+
+def _visible_escape(match: re.Match[str]) -> str:
+    text = match.group()
+    kind = match.lastgroup
+    if kind == "escaped":
+        return "<U+003C>" + text[1:]
+    if kind == "control":
+        return _VISIBLE_ESCAPE.format(ord(text))
+    if kind == "flag" or _shown(match) == text:
+        return text
+    return _VISIBLE_ESCAPE.format(ord(text))
+
+
+def escape_visible(text: str) -> str:
+    """``text`` with what ``sanitize`` would remove or show written as ``<U+XXXX>``
+    instead: control characters (tab, newline and the CR of a CRLF aside), DEL, C1
+    controls, bidi overrides, zero-width characters, lone surrogates; and the ``<`` of
+    text that already reads ``<U+XXXX>``, so that ``unescape_visible`` gives back exactly
+    ``text``. Printable text (any script, emoji, joiners that join) is kept as it is."""
+    if text.isascii() and text.isprintable():  # most cells: one plain line
+        return text if "<U+" not in text else _VISIBLE_UNSAFE.sub(_visible_escape, text)
+    if "<U+" in text or _suspect(text):
+        return _VISIBLE_UNSAFE.sub(_visible_escape, text)
+    return text
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    code = int(match.group(1), 16)
+    return chr(code) if code <= 0x10FFFF else match.group()
+
+
+def unescape_visible(text: str) -> str:
+    """The text ``escape_visible`` was given: each ``<U+XXXX>`` made its character again."""
+    return _ESCAPED.sub(_unescaped, text) if "<U+" in text else text
 
 
 def _head(text: Any, limit: int | None) -> tuple[str, bool]:

@@ -9,24 +9,27 @@ import functools
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
 import pytest
-from hostile_inputs import HOSTILE, NEVER_ON_A_TERMINAL, write_input
+from hostile_inputs import HOSTILE, HOSTILE_LINE, NEVER_ON_A_TERMINAL, write_input
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_import_support import all_fixtures
 
-from agentdbg import exporters, importers
+from agentdbg import exporters, importers, outputs
 from agentdbg.cli import main
 from agentdbg.engine import events as ev
-from agentdbg.exporters.output import AtomicOutput
 from agentdbg.exporters.runs import RunStream
+from agentdbg.outputs import AtomicOutput
 from agentdbg.plans import load_plan
 from agentdbg.state import group_run
+from agentdbg.trace.format import header_line
+from agentdbg.trace.reader import open_trace
 from agentdbg.trace.synthetic import synthetic_run
-from agentdbg.trace.writer import write_trace
+from agentdbg.trace.writer import TraceWriter, write_trace
 
 TARGETS = list(exporters.TARGETS)
 FORCED = {"transcript/edge_empty.txt": "transcript"}
@@ -291,6 +294,23 @@ def test_hostile_text_is_valid_json_inert_on_a_terminal_and_comes_back_unchanged
     assert run.records[2].args == HOSTILE and run.records[2].answer == HOSTILE
 
 
+def test_a_trace_converted_from_another_format_is_inert_on_a_terminal_and_exact(tmp_path):
+    source = tmp_path / "chat.json"  # no lone surrogate: the text is written as it is, but for what a terminal obeys
+    source.write_text(json.dumps({"messages": [{"role": "user", "content": HOSTILE_LINE},
+                                               {"role": "assistant", "content": HOSTILE_LINE}]}, ensure_ascii=False),
+                      encoding="utf-8")
+    out = tmp_path / "run.jsonl"
+    assert main(["convert", str(source), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert NEVER_ON_A_TERMINAL.search(text) is None and "\\u202e" in text and "\\u009b" in text
+    document = open_trace(out, background=False)
+    try:
+        run = group_run(list(document.runs[0].iter_events()))
+    finally:
+        document.close()
+    assert run.info.task == HOSTILE_LINE and run.end.answer == HOSTILE_LINE
+
+
 # --- streaming --------------------------------------------------------------------------------
 
 
@@ -361,6 +381,17 @@ def test_unusable_input_is_one_clear_error_and_writes_nothing(content, message, 
     assert sorted(os.listdir(tmp_path)) == ["in.json"]  # no output, no temporary file left
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_trace_with_no_run_is_refused_and_the_old_output_kept(target, tmp_path, capsys):
+    source = tmp_path / "empty.jsonl"
+    source.write_text(header_line(), encoding="utf-8")  # a recording that never started a run
+    out = tmp_path / "out.json"
+    out.write_text("keep me", encoding="utf-8")
+    assert main(["convert", str(source), "--to", target, "-o", str(out), "--force"]) == 2
+    assert f"{source}: no runs in it" in capsys.readouterr().err
+    assert out.read_text(encoding="utf-8") == "keep me" and sorted(os.listdir(tmp_path)) == ["empty.jsonl", "out.json"]
+
+
 def test_a_symlink_at_the_output_is_replaced_never_written_through(tmp_path, capsys):
     source = next(p for p in all_fixtures() if p.name == "weather_request.json")
     victim = tmp_path / "victim.txt"
@@ -385,6 +416,51 @@ def test_a_failed_export_leaves_the_old_file_and_no_temporary_file(tmp_path, mon
         _export(source, out, "otel-genai")
     assert out.read_text(encoding="utf-8") == "old"
     assert sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+def test_an_output_interrupted_as_it_is_opened_leaves_no_temporary_file(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs, "open", interrupted, raising=False)  # Ctrl-C once the file is made
+    with pytest.raises(KeyboardInterrupt):
+        AtomicOutput(tmp_path / "out.json")
+    assert os.listdir(tmp_path) == []
+
+
+def test_an_output_gets_the_permissions_of_a_new_file_and_the_umask_is_left_alone(tmp_path, monkeypatch):
+    real_umask = os.umask
+    previous = real_umask(0o027)
+    try:
+        calls = []
+        monkeypatch.setattr(os, "umask", lambda mask: calls.append(mask) or real_umask(mask))
+        with AtomicOutput(tmp_path / "out.json") as out:
+            out.write("{}")
+    finally:
+        real_umask(previous)
+    assert calls == []  # changing it, even for a moment, would change it for every thread
+    assert stat.S_IMODE(os.stat(tmp_path / "out.json").st_mode) == 0o640  # 0o666 less the umask, not 0o600
+
+
+@pytest.mark.parametrize("target", ["agentdbg-trace", *TARGETS])
+def test_a_conversion_interrupted_midway_leaves_the_old_file_and_no_temporary_file(target, tmp_path, monkeypatch):
+    source = next(p for p in all_fixtures() if p.name == "weather_request.json")
+    out = tmp_path / "out"
+    out.write_text("old", encoding="utf-8")
+    real = AtomicOutput.write_bytes if target in TARGETS else TraceWriter.write
+    calls = []
+
+    def interrupted(self, *args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(AtomicOutput if target in TARGETS else TraceWriter,
+                        "write_bytes" if target in TARGETS else "write", interrupted)
+    assert main(["convert", str(source), "--to", target, "-o", str(out), "--force"]) == 130
+    assert len(calls) == 2 and out.read_text(encoding="utf-8") == "old"
+    assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
 # --- damaged agentdbg facts ----------------------------------------------------------------

@@ -31,8 +31,10 @@ TIMEOUT = 3.0  # seconds per command (of CPU, or asleep)
 TUI_TIMEOUT = 4.0  # seconds the debugger may take to open the file, then for each key (a key takes ~1 s of CPU)
 DEBUGGER_SAMPLE = 1  # sampled cases also opened in the debugger
 # Always in the sample: what blocks or runs away rather than fails (in child processes with
-# time limits: the debugger on the first and the last), a hostile file name.
-PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing")
+# time limits: the debugger on the first and the last), a hostile file name, a formula in
+# an exported table and an export that reads nothing.
+PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing",
+          "export/formula/hyperlink", "export/reads-nothing/dev-zero")
 PINNED_IN_DEBUGGER = ("special/fifo/jsonl", "sidecar/pattern/nested-plus")
 
 
@@ -93,6 +95,11 @@ def test_damaged_and_special_files_fail_no_command(sample_report):
 
 def test_breakpoint_files_beside_a_trace_fail_nothing(sample_report):
     found = failures_in(sample_report, ("sidecar",))
+    assert not found, "\n".join(found)
+
+
+def test_exports_of_hostile_runs_and_exports_that_read_nothing_fail_nothing(sample_report):
+    found = failures_in(sample_report, ("export",), debugger=False)
     assert not found, "\n".join(found)
 
 
@@ -200,6 +207,17 @@ def test_damaged_and_special_files_are_in_the_corpus(cases):
                      "damaged/inspect-ai-zip/bomb-2gib", "damaged/inspect-ai-zip/members-100001",
                      "damaged/inspect-ai-zip/cut-before-directory", "damaged/import-50mb/codex-rollout"):
         assert expected in ids, expected
+
+
+def test_exports_are_in_the_corpus(cases):
+    ids = {case.id for case in cases}
+    for expected in ("export/formula/hyperlink", "export/formula/minus", "export/formula/crlf", "export/control/hostile",
+                     "export/control/surrogate", "export/control-chat/bidi", "export/reads-nothing/missing",
+                     "export/reads-nothing/dev-zero", "export/reads-nothing/fifo", "export/reads-nothing/header-only"):
+        assert expected in ids, expected
+    exporting = [case for case in cases if case.category == "export" and "control-chat" not in case.id]
+    assert all(any(command[:2] == ("export", "--table") for command in case.commands) for case in exporting)
+    assert all(case.after is not None for case in exporting)
 
 
 def test_the_sample_is_deterministic_and_draws_from_every_category(cases):

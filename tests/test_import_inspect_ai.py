@@ -311,3 +311,44 @@ def test_a_log_without_samples_says_so(tmp_path):
     path.write_text(json.dumps(dict(START, status="success", samples=[])), encoding="utf-8")
     with pytest.raises(importers.NotImportable, match="holds no samples"):
         importers.convert_file(path)
+
+
+def test_an_attachment_repeated_hundreds_of_times_is_put_back_within_the_logs_budget(tmp_path, monkeypatch):
+    """A small log can name one big attachment in every message: each attachment is put
+    back once as it is, its repeats within a budget per log, each cut; the rest stay
+    references, and the run and a warning say so. (The bound is checked by count.)"""
+    monkeypatch.setattr(inspect_ai, "MAX_REPEATED_CHARS", 10_000)
+    monkeypatch.setattr(inspect_ai, "MAX_REFERENCE_CHARS", 3_000)
+    big, small = "B" * 5_000, "s" * 1_000
+    messages = [{"role": "user", "source": "input", "content": "attachment://small"}]  # a repeat: 1,000 of 10,000
+    for n in range(200):
+        messages.append({"role": "assistant", "source": "generate", "content": "attachment://big",
+                         "tool_calls": [{"id": f"c{n}", "function": "calc", "arguments": {"expression": "1"}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "function": "calc", "content": "attachment://big"})
+    log = {"version": 2, "status": "success", "eval": {"task": "t", "model": "m"},
+           "samples": [{"id": 1, "epoch": 1, "input": "attachment://small", "messages": messages,
+                        "attachments": {"big": big, "small": small}}]}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    _, result, [run] = convert(path)
+    assert run.info.task == small  # the input is put back first
+    texts = [text for record in run.records for text in (record.thought, record.observation)]
+    cut = big[:3_000] + "… [2,000 more characters of attachment://big]"
+    assert texts.count(big) == 1 and texts.count(cut) == 3  # 1,000 + 3 x 3,000 of the 10,000
+    assert texts.count("attachment://big") == 400 - 4 and len(texts) == 400
+    assert "repeated attachment references: 396 left as attachment://<hash>, 3 cut to 3,000 characters" \
+        in run.end.message
+    assert "not put back in place in 1 run: 396 left as attachment://<hash>, 3 cut" in problems_text(result)
+
+
+def test_an_attachment_named_once_is_put_back_whole_whatever_its_size(tmp_path, monkeypatch):
+    monkeypatch.setattr(inspect_ai, "MAX_REPEATED_CHARS", 10)
+    monkeypatch.setattr(inspect_ai, "MAX_REFERENCE_CHARS", 10)
+    log = {"version": 2, "status": "success", "eval": {"task": "t", "model": "m"},
+           "samples": [{"id": 1, "epoch": 1, "input": "attachment://a", "attachments": {"a": "x" * 100, "b": "y" * 100},
+                        "messages": [{"role": "assistant", "content": "attachment://b"}]}]}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    _, result, [run] = convert(path)
+    assert run.info.task == "x" * 100 and run.end.answer == "y" * 100
+    assert "attachment" not in run.end.message and result.problems == []

@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentdbg.text import escape_json, one_line, sanitize, sanitize_stream, shorten
+from agentdbg.text import (
+    escape_json,
+    escape_visible,
+    one_line,
+    sanitize,
+    sanitize_stream,
+    shorten,
+    unescape_visible,
+)
 
 
 @pytest.mark.parametrize(
@@ -177,6 +185,29 @@ def test_json_escapes_what_sanitize_would_show() -> None:
     assert escape_json('"\x85\x9b\u202e\ud800\u200b"') == '"\\u0085\\u009b\\u202e\\ud800\\u200b"'
     assert escape_json('"\U000e0041"') == '"\\udb40\\udc41"'
     assert escape_json('"👩\u200d💻 é"') == '"👩\u200d💻 é"'
+
+
+@given(st.text())
+def test_visible_escaping_round_trips_exactly(text: str) -> None:
+    escaped = escape_visible(text)
+    assert unescape_visible(escaped) == text
+    escaped.encode("utf-8")
+    assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)", escaped)
+    assert not any(c in escaped for c in ALWAYS_SHOWN)
+
+
+@given(st.text(alphabet="<U+0123456789ABCDEF>\x1b\u202e\r\nx", max_size=40))
+def test_visible_escaping_round_trips_text_that_looks_escaped(text: str) -> None:
+    assert unescape_visible(escape_visible(text)) == text
+
+
+def test_visible_escaping_writes_what_sanitize_would_change_as_code_points() -> None:
+    assert escape_visible("\x1b]52;c;ZXZpbA==\x07x") == "<U+001B>]52;c;ZXZpbA==<U+0007>x"
+    assert escape_visible("a\x85\x9b\x7f\x00b") == "a<U+0085><U+009B><U+007F><U+0000>b"
+    assert escape_visible("\u202eevil\ud800 \u200b\U000e0041") == "<U+202E>evil<U+D800> <U+200B><U+E0041>"
+    assert escape_visible("crlf\r\nlone\r") == "crlf\r\nlone<U+000D>"  # a CRLF moves no cursor back
+    assert escape_visible("tab\tnewline\n👩\u200d💻 é 界") == "tab\tnewline\n👩\u200d💻 é 界"
+    assert escape_visible("<U+001B> as text") == "<U+003C>U+001B> as text"
 
 
 def test_stream_sanitising_lets_only_colour_sequences_through() -> None:

@@ -3,7 +3,8 @@
 
 Files and folders are read as ``check`` reads them (``agentdbg.cli.walk``), in path
 order, one at a time, each step written as it is read: the table is never held whole.
-The output is written beside its name and renamed into place at the end.
+The output is written beside its name and renamed into place at the end, and only when a
+file was read: an export that reads nothing (or is interrupted) leaves OUT as it was.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from agentdbg.exporters import table
-    from agentdbg.exporters.output import AtomicOutput
+    from agentdbg.outputs import AtomicOutput
 
     if not args.table:
         return render.fail("export", "say what to export: --table (one row per step); "
@@ -74,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
                 counted = [0]
                 for row in table.rows_of(path, _runs(document, args, counted), render.iter_records, args.max_text):
                     writer.write(row)
+                if not counted[0]:  # a header and nothing more: refused, as every command refuses it
+                    raise render.no_runs(document)
                 runs_written += counted[0]
                 files_read += 1
             except render.InputError as exc:
@@ -82,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
                 render.print_problems(document.problems, path, "export")
                 document.close()
         writer.close()
-        sink.commit()
+        if files_read:
+            sink.commit()
+        else:  # nothing to show for it: OUT is not replaced by an empty table
+            sink.discard()
     except table.MissingDependency as exc:
         sink.discard()
         return render.fail("export", str(exc))
@@ -96,9 +102,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"agentdbg export: note: {one_line(path, 300)}: skipped: {one_line(short_reason(why, path), 300)}", file=out)
     for path, why in trouble:
         print(f"agentdbg export: error: {one_line(path, 300)}: {one_line(short_reason(why, path), 500)}", file=out)
+    if not files_read:
+        kept = "left as it was" if output.exists() else "not written"
+        print(f"agentdbg export: error: no file could be read; {one_line(str(output), 300)} {kept}", file=out)
+        return 2
     print(f"wrote {render.plural(writer.rows, 'row')} ({render.plural(runs_written, 'run')} of "
           f"{render.plural(files_read, 'file')}) to {one_line(str(output), 300)}", file=out)
-    return 2 if trouble or not files_read else 0
+    return 2 if trouble else 0
 
 
 def _runs(document, args: argparse.Namespace, counted: list[int]):

@@ -16,9 +16,9 @@ from pathlib import Path
 from types import ModuleType
 
 from agentdbg.exporters import openai_chat, otel_genai
-from agentdbg.exporters.output import AtomicOutput
 from agentdbg.exporters.runs import RunStream
 from agentdbg.model.runs import Problem
+from agentdbg.outputs import AtomicOutput
 
 TARGETS: dict[str, ModuleType] = {module.NAME: module for module in (otel_genai, openai_chat)}
 TRACE_TARGET = "agentdbg-trace"  # convert's own output, written by agentdbg.trace.writer
@@ -73,6 +73,7 @@ def export_file(source: str | Path, output: str | Path, target: str, *, format: 
 
 def _open(source: Path, format: str | None) -> tuple[ExportSummary, Iterator[RunStream], object]:
     """(summary so far, the runs as they are read, what closes the input)."""
+    from agentdbg import importers
     from agentdbg.trace import reader
 
     if format == "trace" or (format is None and reader.sniff(source)):
@@ -82,10 +83,10 @@ def _open(source: Path, format: str | None) -> tuple[ExportSummary, Iterator[Run
         def trace_runs() -> Iterator[RunStream]:
             for number, run in enumerate(document.runs, 1):
                 yield RunStream(run.iter_events(), number)
+            if not document.runs:  # (raised inside the export: its output is discarded)
+                raise importers.NotImportable(f"{source}: no runs in it")
 
         return summary, trace_runs(), document.close
-    from agentdbg import importers
-
     name, result = importers.convert_file(source, format)
     if not result.runs:
         raise importers.NotImportable(f"{source}: no runs found in it as {name}")

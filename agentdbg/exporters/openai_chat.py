@@ -20,7 +20,7 @@ from array import array
 from collections.abc import Iterable
 from typing import IO, Any
 
-from agentdbg.exporters.output import AtomicOutput, to_json
+from agentdbg.exporters.output import to_json
 from agentdbg.exporters.runs import (
     RunStream,
     arguments_object,
@@ -34,6 +34,7 @@ from agentdbg.exporters.runs import (
     written_call,
 )
 from agentdbg.model.state import StepRecord
+from agentdbg.outputs import AtomicOutput
 
 NAME = "openai-chat"
 DESCRIPTION = "OpenAI Chat Completions messages, JSON Lines: one {messages, tools} object per run"

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentdbg import __version__
-from agentdbg.exporters.output import AtomicOutput, to_json
+from agentdbg.exporters.output import to_json
 from agentdbg.exporters.runs import (
     RunStream,
     arguments_object,
@@ -33,6 +33,7 @@ from agentdbg.exporters.runs import (
     written_call,
 )
 from agentdbg.model.state import CallRecord, StepRecord
+from agentdbg.outputs import AtomicOutput
 
 NAME = "otel-genai"
 DESCRIPTION = "OpenTelemetry GenAI spans in OTLP/JSON, one trace per run"

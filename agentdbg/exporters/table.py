@@ -10,17 +10,24 @@ Rows are made one step at a time and written as they come: CSV and JSON Lines li
 line, Parquet (with pyarrow, ``pip install "agentdbg[table]"``) in row groups of
 ``ROW_GROUP`` rows; no more than one row group is held. Long texts are cut to
 ``max_text`` characters; their ``*_chars`` column keeps the full length.
+
+A CSV is opened by spreadsheets and printed on terminals, and a trace's text is an
+attacker's: each text cell is quoted (a ``;`` cannot start a cell where it separates
+them), one that a spreadsheet would run as a formula (``=HYPERLINK(...)``, ``+``, ``-``,
+``@``, a tab or CR first) gets a ``'`` first, and what a terminal obeys is written as
+``<U+001B>`` (``agentdbg.text.escape_visible``). Numbers stay numbers: ``-3`` is not text.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agentdbg.engine.verdicts import Verdict
-from agentdbg.exporters.output import AtomicOutput, to_json
+from agentdbg.exporters.output import to_json
+from agentdbg.outputs import AtomicOutput
+from agentdbg.text import escape_visible
 
 ROW_GROUP = 50_000  # Parquet rows written at a time
 MAX_TEXT = 4096  # characters kept of a long text by default
@@ -55,6 +62,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("score", "double", "the grader's score"),
 )
 NAMES = tuple(name for name, _, _ in COLUMNS)
+# What a spreadsheet reads as the start of a formula (OWASP's list), after any spaces, and
+# the quote that marks a cell as neutralised (so a text that begins with one gets one too).
+FORMULA_FIRST = frozenset("=+-@\t\r'")
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
@@ -143,15 +153,34 @@ class _Writer:
         pass
 
 
+def csv_text(text: str) -> str:
+    """A text cell's content, safe to open in a spreadsheet and to print: a ``'`` before
+    one that would start a formula (or begins with ``'``), terminal controls and invisible
+    characters as ``<U+XXXX>``. The exact text is ``unescape_visible`` of the cell without
+    its first ``'``."""
+    text = escape_visible(text)
+    if text and (text[0] in FORMULA_FIRST or text.lstrip()[:1] in FORMULA_FIRST):
+        return "'" + text
+    return text
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV field: nothing for null, a number or bool as it is, text quoted."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return '"' + csv_text(value).replace('"', '""') + '"'
+    return str(value)
+
+
 class CsvWriter(_Writer):
     def __init__(self, output: AtomicOutput):
         super().__init__(output)
         self._buffer = io.StringIO()
-        self._csv = csv.writer(self._buffer, lineterminator="\n")
-        self._csv.writerow(NAMES)
+        self._buffer.write(",".join(NAMES) + "\n")
 
     def write(self, row: dict[str, Any]) -> None:
-        self._csv.writerow(["" if row[name] is None else _text_safe(row[name]) for name in NAMES])
+        self._buffer.write(",".join([csv_cell(row[name]) for name in NAMES]) + "\n")
         self.rows += 1
         if self._buffer.tell() > 1 << 20:
             self._flush()

@@ -4,7 +4,11 @@ A log is one evaluation; each sample (and each epoch of it) is a run. The sample
 ``messages`` are the conversation (read as a chat: assistant tool calls, tool replies by
 ``tool_call_id``, the last text turn the answer); its model events give each turn's
 usage; its ``scores`` the grader's verdict, its ``target`` the expected answer. Long
-strings stored once in ``attachments`` (``attachment://<hash>``) are put back in place.
+strings stored once in ``attachments`` (``attachment://<hash>``) are put back in place:
+each attachment once as it is (its text is in the log already), and references to it
+again within a budget per log (``MAX_REPEATED_CHARS``, each cut to
+``MAX_REFERENCE_CHARS``), so that a small log repeating a big attachment thousands of times
+does not become gigabytes of text; what is left out is said in the run and as a warning.
 A ``.eval`` log is a zip: ``header.json`` (or, for a run that never finished,
 ``_journal/start.json``), ``samples/<id>_epoch_<n>.json``; it is read in memory within
 the limits of ``ziparchive``.
@@ -45,6 +49,9 @@ _STATUSES = {"started", "success", "cancelled", "error"}
 _TOOL_ERRORS = {"parsing": "bad_args", "timeout": "timeout"}
 # EvalSampleLimit.type -> (outcome, the guard it stands for)
 _LIMITS = {"message": ("budget exhausted", "max_steps"), "token": ("token budget exhausted", "token_budget")}
+ATTACHMENT = "attachment://"
+MAX_REPEATED_CHARS = 32 << 20  # attachment text put back again (a second reference on), per log
+MAX_REFERENCE_CHARS = 1 << 20  # of one such reference
 
 
 def sniff(head: str | bytes, path: str = "") -> tuple[bool, str]:
@@ -205,6 +212,58 @@ def _plan_tools(plan: Any) -> list[dict]:
     return specs
 
 
+@dataclass
+class _Budget:
+    """What is left of a log's repeated attachment text, and what it left out."""
+
+    left: int
+    kept_out: int = 0  # references left as attachment://<hash>
+    cut: int = 0  # references cut to MAX_REFERENCE_CHARS
+    runs: int = 0  # runs with either
+
+
+class _Attachments:
+    """One sample's attachments, put back in place within the log's budget."""
+
+    def __init__(self, stored: dict, budget: _Budget):
+        self.stored, self.budget = stored, budget
+        self.seen: set[str] = set()
+        self.kept_out = self.cut = 0
+
+    def text(self, reference: str) -> str:
+        key = reference[len(ATTACHMENT):]
+        stored = self.stored.get(key)
+        if not isinstance(stored, str):
+            return reference
+        if key not in self.seen:  # the first time: as it is in the log
+            self.seen.add(key)
+            return stored
+        size = min(len(stored), MAX_REFERENCE_CHARS)
+        if size > self.budget.left:
+            self.kept_out += 1
+            self.budget.kept_out += 1
+            return reference
+        self.budget.left -= size
+        if len(stored) > MAX_REFERENCE_CHARS:
+            self.cut += 1
+            self.budget.cut += 1
+            return f"{stored[:MAX_REFERENCE_CHARS]}… [{len(stored) - MAX_REFERENCE_CHARS:,} more characters of {reference}]"
+        return stored
+
+    def note(self) -> str:
+        """What the run lost, for its notes ("" when nothing)."""
+        if not (self.kept_out or self.cut):
+            return ""
+        parts = [f"{self.kept_out:,} left as attachment://<hash>"] if self.kept_out else []
+        parts += [f"{self.cut:,} cut to {MAX_REFERENCE_CHARS:,} characters"] if self.cut else []
+        return f"repeated attachment references: {', '.join(parts)} ({_budget_rule()})"
+
+
+def _budget_rule() -> str:
+    return (f"a log puts each attachment back once, and at most {MAX_REPEATED_CHARS:,} characters of "
+            f"repeated ones, each at most {MAX_REFERENCE_CHARS:,}")
+
+
 def _convert_samples(src: Source, log: _Log, samples: list) -> ImportResult:
     result = ImportResult(problems=src.problems)
     readable = []
@@ -213,15 +272,22 @@ def _convert_samples(src: Source, log: _Log, samples: list) -> ImportResult:
             readable.append(sample)
         else:
             src.problem(f"sample {index + 1} is not an object; skipped")
+    budget = _Budget(MAX_REPEATED_CHARS)
     for sample in sorted(readable, key=log.sort_key):
-        events, raw = _sample_run(src, log, sample)
+        events, raw = _sample_run(src, log, sample, budget)
         result.runs.append(events)
         result.raw_count += raw
+    if budget.runs:
+        src.problem(f"repeated attachment references not put back in place in {budget.runs:,} "
+                    f"{'run' if budget.runs == 1 else 'runs'}: {budget.kept_out:,} left as attachment://<hash>, "
+                    f"{budget.cut:,} cut ({_budget_rule()})")
     return result
 
 
-def _sample_run(src: Source, log: _Log, sample: dict) -> tuple[list, int]:
-    attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+def _sample_run(src: Source, log: _Log, sample: dict, budget: _Budget) -> tuple[list, int]:
+    stored = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
+    attachments = _Attachments(stored, budget)
+    task = _task(_resolve(sample.get("input"), attachments))  # first: the task is what the budget keeps
     events = sample.get("events")
     events = [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
     messages = _resolve(sample.get("messages"), attachments)
@@ -230,7 +296,7 @@ def _sample_run(src: Source, log: _Log, sample: dict) -> tuple[list, int]:
         messages = messages + _resolve(_messages_from_events(events), attachments)
     sample_id, epoch = text_of(sample.get("id")), text_of(sample.get("epoch"))
     model = log.model or text_of(_dig(sample, "output", "model"))
-    builder = RunBuilder(_task(_resolve(sample.get("input"), attachments)),
+    builder = RunBuilder(task,
                          name=f"{log.task or 'sample'} #{sample_id}" + (f" epoch {epoch}" if epoch else ""),
                          source=src.path, policy=f"recorded: Inspect AI ({model})" if model else "recorded: Inspect AI",
                          tools=_tools(events, attachments) or log.plan_tools)
@@ -257,6 +323,10 @@ def _sample_run(src: Source, log: _Log, sample: dict) -> tuple[list, int]:
     outcome, guard, notes = _outcome(sample, builder)
     if log.status and log.status != "success":
         notes.append(f"log status: {log.status}")
+    note = attachments.note()
+    if note:
+        notes.append(note)
+        budget.runs += 1
     total = None if usage else _sample_usage(sample.get("model_usage"))
     verdict = _verdict(sample.get("scores"), sample.get("target"))
     scores = sample.get("scores")
@@ -282,14 +352,11 @@ def _dig(value: Any, *keys: Any) -> Any:
     return value
 
 
-def _resolve(value: Any, attachments: dict, depth: int = 0) -> Any:
+def _resolve(value: Any, attachments: _Attachments, depth: int = 0) -> Any:
     """``attachment://<hash>`` strings replaced by the text stored under that hash."""
     if isinstance(value, str):
-        if value.startswith("attachment://"):
-            stored = attachments.get(value[len("attachment://"):])
-            return stored if isinstance(stored, str) else value
-        return value
-    if depth > 12 or not attachments:
+        return attachments.text(value) if value.startswith(ATTACHMENT) else value
+    if depth > 12 or not attachments.stored:
         return value
     if isinstance(value, list):
         return [_resolve(item, attachments, depth + 1) for item in value]
@@ -306,7 +373,7 @@ def _task(value: Any) -> str:
     return text_of(value)
 
 
-def _tools(events: list, attachments: dict) -> list[dict]:
+def _tools(events: list, attachments: _Attachments) -> list[dict]:
     """The tool definitions the model saw (its model events), each once."""
     specs: dict[str, dict] = {}
     for event in events:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from agentdbg import __version__
 from agentdbg.engine.events import SCHEMA_VERSION, Event
+from agentdbg.text import escape_json
 
 FORMAT_NAME = "agentdbg-trace"
 FORMAT_VERSION = SCHEMA_VERSION
@@ -26,9 +26,6 @@ CHECKPOINT_PREFIX = line_prefix("checkpoint")
 CHECKPOINT_EVERY = 64  # steps between checkpoints: any step's state folds at most 63 steps
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def header_line(**extra: Any) -> str:
     header = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION,
               "created_by": f"agentdbg {__version__}", **extra}
@@ -41,7 +38,6 @@ def event_line(event: Event) -> str:
 
 def _json_line(data: dict[str, Any]) -> str:
     # Compact separators: readers find step boundaries by the exact bytes a line starts with.
-    line = json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
-    if not line.isascii() and _SURROGATE.search(line):  # a lone surrogate cannot be UTF-8: escape it
-        line = json.dumps(data, separators=(",", ":")) + "\n"
-    return line
+    # What a terminal would obey (C1 controls, bidi overrides) and lone surrogates (which
+    # UTF-8 cannot hold) are \u escapes, so printing a trace is harmless.
+    return escape_json(json.dumps(data, ensure_ascii=False, separators=(",", ":"))) + "\n"

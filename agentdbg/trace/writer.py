@@ -20,7 +20,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 from agentdbg.engine import events as ev
 from agentdbg.model.state import RunInfo, RunState, StepRecord
+from agentdbg.outputs import temporary_beside
 from agentdbg.trace import format as fmt
 from agentdbg.trace.locking import TraceBusyError, lock_for_writing
 
@@ -356,9 +356,9 @@ def write_trace(path: str | Path, runs: Iterable[Iterable[ev.Event]], *,
     written through."""
     path = Path(path)
     summary = WriteSummary(str(path))
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
-    os.close(handle)
+    handle, temporary = temporary_beside(path)
     try:
+        os.close(handle)
         os.unlink(temporary)  # the writer creates it, with its header
         with TraceWriter(temporary, mode="create", checkpoint_every=checkpoint_every, flush=False,
                          header=header) as writer:
@@ -370,15 +370,15 @@ def write_trace(path: str | Path, runs: Iterable[Iterable[ev.Event]], *,
         summary.checkpoints = writer.checkpoints_written
         _replace_unless_written(temporary, path)
     except TraceWriteError as exc:  # the temporary file is gone: name no part of it
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise OSError(exc.errno, exc.strerror) from exc
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     return summary
 
 
-def _replace_unless_written(source: str, destination: Path) -> None:
+def _replace_unless_written(source: Path, destination: Path) -> None:
     """``os.replace``, holding the writer's lock on the file replaced, so that a trace
     still being recorded is never swapped out from under its writer."""
     fd = None

@@ -107,6 +107,11 @@ class Worker:
             argv = execute.command_argv(name, case.name, case.args)
             steps.append(execute.Step(_agentdbg(argv), argv, limit, outputs / f"{number}.out", outputs / f"{number}.err"))
             runs.append((name, limit))
+        for number, command in enumerate(case.commands, len(steps)):
+            argv = [part.replace("{file}", case.name) for part in command]
+            steps.append(execute.Step(_agentdbg(argv), argv, limit, outputs / f"{number}.out", outputs / f"{number}.err"))
+            runs.append((" ".join(part.replace("{file}", "FILE") for part in command), limit))
+        headless = len(steps)
         if with_tui:
             argv = [case.name, *case.args]
             steps.append(execute.Step(lambda: tui_driver.run(argv, case.tui_keys, report), argv, self.tui_timeout,
@@ -115,11 +120,9 @@ class Worker:
         if case.blocking:  # each may block: all side by side
             outcomes = execute.run_side_by_side(steps, directory, unprivileged=case.unprivileged)
         else:
-            outcomes = execute.run_in_sequence(steps[: len(execute.COMMANDS)], directory,
-                                               unprivileged=case.unprivileged)
+            outcomes = execute.run_in_sequence(steps[:headless], directory, unprivileged=case.unprivileged)
             if with_tui:  # the debugger in a process of its own: it leaves more behind
-                outcomes += execute.run_side_by_side(steps[len(execute.COMMANDS):], directory,
-                                                     unprivileged=case.unprivileged)
+                outcomes += execute.run_side_by_side(steps[headless:], directory, unprivileged=case.unprivileged)
         findings: list[classify.Finding] = []
         summary = []
         for (name, seconds), step, outcome in zip(runs, steps, outcomes, strict=True):

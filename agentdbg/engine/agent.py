@@ -502,7 +502,8 @@ class AgentRun:
             failed = [self._observe(result, parsed, gated, emit)]
         elif isinstance(parsed, ParallelCalls):
             results = dispatch_calls(agent.registry, parsed.actions, step=number, emit=emit,
-                                     approver=agent.approver, journal=self.journal)
+                                     approver=agent.approver, journal=self.journal,
+                                     ids=[_call_id(number, index) for index in range(1, len(parsed.actions) + 1)])
             failed = [self._observe(result, action, gated, emit, _call_id(number, index))
                       for index, (action, gated) in enumerate(zip(parsed.actions, results, strict=True), 1)]
         else:
@@ -520,8 +521,9 @@ class AgentRun:
         if which > len(parsed.actions):
             raise ValueError(f"step {number} made {len(parsed.actions)} calls; there is no call {which}")
         others = [action for index, action in enumerate(parsed.actions, 1) if index != which]
+        ids = [_call_id(number, index) for index in range(1, len(parsed.actions) + 1) if index != which]
         results = iter(dispatch_calls(self.agent.registry, others, step=number, emit=emit,
-                                      approver=self.agent.approver, journal=self.journal))
+                                      approver=self.agent.approver, journal=self.journal, ids=ids))
         failed = []
         for index, action in enumerate(parsed.actions, 1):
             if index == which:

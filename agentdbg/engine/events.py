@@ -176,7 +176,8 @@ class Reflection(Event):
 class Approval(Event):
     """A human (or whoever stands in for one) decided on a call to a dangerous tool before
     it ran: ``decision`` is one of DECISIONS; ``args`` are the arguments that ran instead
-    of the proposed ones (the ``action`` event keeps those) when it was ``edited``."""
+    of the proposed ones (the ``action`` event keeps those) when it was ``edited``; ``key``
+    and ``id`` are the proposed call's operation key and call id, when it has them."""
 
     type: ClassVar[str] = "approval"
     tool: str
@@ -184,6 +185,8 @@ class Approval(Event):
     by: str = ""
     reason: str = ""
     args: dict[str, Any] | None = None
+    key: str = ""
+    id: str = ""
 
 
 DECISIONS = ("approved", "denied", "edited")

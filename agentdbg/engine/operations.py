@@ -106,7 +106,11 @@ def _key(tool: Any, args: dict[str, Any]) -> tuple[str, GatedCall | None]:
 def _answer_from(found: Recorded, run: int) -> GatedCall:
     if found.known:
         return GatedCall(text=found.text, error=found.error, key=found.key, replayed=found.replayed(run))
-    text = (f"ERROR: not run: the operation {found.key} started at {found.where(run)} and no result was recorded "
-            "(it may still be running, or the run was cut off while it ran), so its effect is unknown; "
-            "it does not run twice: check it by hand, or use another key")
+    if found.evidence:
+        text = (f"ERROR: not run: {found.evidence}, so whether the operation {found.key} ran is unknown; "
+                "it does not run twice: check it by hand, or use another key")
+    else:
+        text = (f"ERROR: not run: the operation {found.key} started at {found.where(run)} and no result was "
+                "recorded (it may still be running, or the run was cut off while it ran), so its effect is "
+                "unknown; it does not run twice: check it by hand, or use another key")
     return GatedCall(text=text, error=True, key=found.key)

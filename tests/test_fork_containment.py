@@ -1,0 +1,186 @@
+"""No side effect runs twice: a damaged ``operation`` line under ``record --append``.
+Each test counts the real side effects of the tools in ``side_effect_tools`` (lines
+appended to a ledger in the test's directory)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentdbg.cli import main
+from agentdbg.engine import OperationJournal
+from agentdbg.engine import events as ev
+from agentdbg.trace.journal import read_journal
+from agentdbg.trace.reader import open_trace
+
+TESTS = Path(__file__).resolve().parent
+
+PLAN = """\
+task = "Record in the ledger that order A-17 was paid."
+executes_code = true
+
+[[tools]]
+name = "append_line"
+kind = "python"
+callable = "side_effect_tools:append_line"
+dangerous = {dangerous}
+idempotency_key = ["path", "line"]
+
+[policy]
+kind = "outputs"
+format = "json"
+outputs = [
+  '''{call}''',
+  "Final Answer: recorded",
+]
+"""
+
+
+def call(ledger: Path, line: str = "A-17 paid") -> str:
+    return f"Action: append_line\nAction Input: {json.dumps({'path': ledger.as_posix(), 'line': line})}"
+
+
+@pytest.fixture(autouse=True)
+def side_effect_tools(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(TESTS))  # the plans' python tools
+    monkeypatch.chdir(tmp_path)
+
+
+def keyed_plan(tmp_path: Path, *, dangerous: bool = True, line: str = "A-17 paid",
+               name: str = "plan.toml") -> tuple[Path, Path]:
+    ledger = tmp_path / "ledger.txt"
+    plan = tmp_path / name
+    plan.write_text(PLAN.format(dangerous=str(dangerous).lower(), call=call(ledger, line)), encoding="utf-8")
+    return plan, ledger
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def cli(capsys, *argv) -> tuple[int, str]:
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def record(capsys, plan: Path, trace: Path) -> None:
+    code, err = cli(capsys, "record", plan, "-o", trace, "--append", "--allow-code", "--approve", "always", "-q")
+    assert code == 0, err
+
+
+def trace_lines(trace: Path) -> list[str]:
+    return trace.read_text(encoding="utf-8", errors="surrogateescape").split("\n")
+
+
+def damage(trace: Path, kind: str, how) -> None:
+    """Rewrite the first line of event type ``kind`` with ``how`` (a function of the line)."""
+    text = trace_lines(trace)
+    index = next(i for i, line in enumerate(text) if line.startswith(f'{{"type":"{kind}",'))
+    text[index] = how(text[index])
+    trace.write_text("\n".join(text), encoding="utf-8", errors="surrogateescape")
+
+
+def steps(trace: Path, run: int) -> list:
+    with open_trace(trace, background=False) as opened:
+        found = opened.runs[run - 1]
+        return [found.record(n) for n in range(1, found.step_count + 1)]
+
+
+# -- a damaged journal line ------------------------------------------------------------------
+
+
+def _cut_after_key(line: str) -> str:
+    end = line.index('"key":"') + len('"key":"')
+    return line[:line.index('"', end) + 1]
+
+
+DAMAGES = {
+    "cut after the key": _cut_after_key,
+    "cut inside the key": lambda line: line[:line.index('"key":"') + len('"key":"append_line:{"')],
+    "garbage before it": lambda line: "\x00#" + line,
+    "a byte that is not UTF-8": lambda line: line.replace('"tool":"append_line"', '"tool":"append_line\udcff"'),
+    "written with spaces": lambda line: json.dumps(json.loads(line)),
+    "an escaped key name": lambda line: line.replace('"key"', '"k\\u0065y"'),
+    "another type first": lambda line: line.replace('{"type":"operation",', '{"type":"guards","type":"operation",'),
+    "a UTF-8 BOM": lambda line: "\ufeff" + line,
+    "a negative step": lambda line: line.replace('"step":1', '"step":-1'),
+}
+
+
+@pytest.mark.parametrize("how", DAMAGES, ids=lambda name: name.replace(" ", "-"))
+def test_a_damaged_operation_line_never_lets_record_append_run_its_call_again(tmp_path, capsys, how):
+    plan, ledger = keyed_plan(tmp_path, dangerous=False)  # no approval: the operation line is all there is...
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    damage(trace, "operation", DAMAGES[how])  # ...with the observation, whose key is intact
+    record(capsys, plan, trace)
+    assert lines(ledger) == ["A-17 paid"]
+    again = steps(trace, 2)[0]
+    assert again.observation_error or again.replayed == {"run": 1, "step": 1}, again.observation
+
+
+def test_with_its_observation_damaged_too_the_line_that_names_the_key_is_said(tmp_path, capsys):
+    plan, ledger = keyed_plan(tmp_path, dangerous=False)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    damage(trace, "operation", lambda line: "\x00" + line)
+    damage(trace, "observation", lambda line: line[:-3])
+    record(capsys, plan, trace)
+    assert lines(ledger) == ["A-17 paid"]
+    refusal = steps(trace, 2)[0].observation
+    assert refusal.startswith("ERROR: not run: line 5 of the trace is damaged and names this operation, so "
+                              "whether the operation append_line:") and "ran is unknown" in refusal
+
+
+def test_an_approval_that_names_the_key_stands_for_a_lost_operation_line(tmp_path, capsys):
+    plan, ledger = keyed_plan(tmp_path)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    damage(trace, "operation", lambda line: "")
+    damage(trace, "observation", lambda line: "")
+    record(capsys, plan, trace)
+    assert lines(ledger) == ["A-17 paid"]
+    assert "its call was approved at run 1, step 1 and the trace holds no operation line" in steps(trace, 2)[0].observation
+
+
+# -- the journal itself ----------------------------------------------------------------------
+
+
+def test_every_trace_of_a_key_counts_in_the_journal():
+    key = 'pay:{"order":"A"}'
+    journal = OperationJournal([
+        ev.RunStart(step=0, task="t"),
+        ev.Approval(step=1, tool="pay", decision="approved", key="pay:approved"),
+        ev.Approval(step=1, tool="pay", decision="denied", key="pay:denied"),  # nothing ran
+        ev.Observation(step=2, text="paid", key=key),  # its operation line is missing
+        ev.Observation(step=3, text="paid before", key="pay:elsewhere", replayed={"run": 4, "step": 5}),
+    ])
+    assert journal.lookup("pay:denied") is None
+    approved, lost, elsewhere = (journal.lookup(k) for k in ("pay:approved", key, "pay:elsewhere"))
+    assert not approved.known and "approved at run 1, step 1" in approved.evidence
+    assert not lost.known and "holds its result at run 1, step 2 but not the operation line" in lost.evidence
+    assert (elsewhere.text, elsewhere.run, elsewhere.step) == ("paid before", 4, 5)  # a result stands
+    journal.note(ev.Operation(step=2, key=key))
+    journal.note(ev.Observation(step=2, text="paid", key=key))
+    assert not journal.lookup(key).known  # what was found first stands: the effect stays unknown
+    # An approval written just before its operation, in its step, is that operation's.
+    journal.note(ev.Approval(step=6, tool="pay", decision="approved", key="pay:B"))
+    journal.note(ev.Operation(step=6, key="pay:B"))
+    journal.note(ev.Observation(step=6, text="paid B", key="pay:B"))
+    assert journal.lookup("pay:B").text == "paid B"
+
+
+def test_a_key_cut_short_on_a_damaged_line_marks_every_key_it_begins(tmp_path):
+    path = tmp_path / "trace.jsonl"
+    path.write_bytes(b'{"type":"header","format":"agentdbg-trace","version":1}\n'
+                     b'{"type":"run_start","step":0,"task":"t"}\n'
+                     b'{"type":"operation","step":1,"key":"pay:{\\"order\\":\\"A\n'
+                     b'{"type":"operation","step":2,"key":"pa\n')  # too little to say whose
+    journal = read_journal(path)
+    found = journal.lookup('pay:{"order":"A-17"}')
+    assert found is not None and not found.known
+    assert found.evidence.startswith('line 3 of the trace is damaged and names this operation, cut inside a key '
+                                     'that begins "pay:{\\"order\\":\\"A"')
+    assert journal.lookup('pay:{"order":"B"}') is None and journal.lookup("paint:x") is None

@@ -1,6 +1,9 @@
-"""No side effect runs twice: a damaged ``operation`` line under ``record --append``.
-Each test counts the real side effects of the tools in ``side_effect_tools`` (lines
-appended to a ledger in the test's directory)."""
+"""No side effect runs twice.
+
+The attacks: a fork written elsewhere (``fork -o``) of a run appended after the run that
+made a keyed call; a recorded decision handed to another call of its step; a damaged
+``operation`` line under ``record --append`` and ``fork``. Each counts the real side effects of the
+tools in ``side_effect_tools`` (lines appended to a ledger in the test's directory)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,11 @@ import pytest
 from agentdbg.cli import main
 from agentdbg.engine import OperationJournal
 from agentdbg.engine import events as ev
+from agentdbg.engine.approval import Decision
+from agentdbg.plans import load_plan
 from agentdbg.trace.journal import read_journal
 from agentdbg.trace.reader import open_trace
+from agentdbg.trace.writer import write_trace
 
 TESTS = Path(__file__).resolve().parent
 
@@ -88,6 +94,97 @@ def steps(trace: Path, run: int) -> list:
         return [found.record(n) for n in range(1, found.step_count + 1)]
 
 
+# -- one journal for every run of the file ---------------------------------------------------
+
+
+def test_fork_o_of_a_later_run_does_not_repeat_an_earlier_run_s_operation(tmp_path, capsys):
+    plan, ledger = keyed_plan(tmp_path)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    record(capsys, plan, trace)  # answered from run 1: nothing appended
+    assert lines(ledger) == ["A-17 paid"]
+    out = tmp_path / "fork.jsonl"
+    code, err = cli(capsys, "fork", trace, "--run", 2, "--step", 1, "--action", call(ledger), "-o", out,
+                    "--allow-code", "--approve", "always", "-q")
+    assert code == 0, err
+    assert lines(ledger) == ["A-17 paid"]
+    forked = steps(out, 2)[0]
+    assert forked.replayed == {"run": 1, "step": 1} and forked.observation == f"appended to {ledger.as_posix()}: A-17 paid"
+
+
+TWO_TOOLS = """\
+task = "Settle the ledger."
+executes_code = true
+
+[[tools]]
+name = "note"
+kind = "python"
+callable = "side_effect_tools:append_line"
+dangerous = true
+
+[[tools]]
+name = "pay"
+kind = "python"
+callable = "side_effect_tools:append_line"
+dangerous = true
+idempotency_key = ["line"]
+
+[policy]
+kind = "script"
+
+[[policy.steps]]
+thought = "both at once"
+actions = [
+  {{ action = "note", args = {{ path = "{ledger}", line = "C noted" }} }},
+  {{ action = "pay", args = {{ path = "{ledger}", line = "B paid" }} }},
+]
+
+[[policy.steps]]
+kind = "finish"
+content = "done"
+"""
+
+
+def mixed_decisions(tmp_path: Path) -> tuple[Path, Path]:
+    """A trace whose step 1 made two dangerous calls: note (denied), then pay (approved)."""
+    ledger = tmp_path / "ledger.txt"
+    plan_path = tmp_path / "two.toml"
+    plan_path.write_text(TWO_TOOLS.format(ledger=ledger.as_posix()), encoding="utf-8")
+    plan = load_plan(plan_path, allow_code=True)
+
+    def decide(request):
+        return Decision.deny("not now", by="ops") if request.tool == "note" else Decision.approve(by="ops")
+
+    trace = tmp_path / "run.jsonl"
+    write_trace(trace, [plan.run(approver=decide).events])
+    assert lines(ledger) == ["B paid"]
+    return trace, ledger
+
+
+def test_a_replayed_call_gets_only_the_decision_made_for_it(tmp_path, capsys):
+    trace, ledger = mixed_decisions(tmp_path)
+    approvals = [e for e in steps(trace, 1)[0].events if isinstance(e, ev.Approval)]
+    assert [(a.tool, a.decision, a.id) for a in approvals] == [("note", "denied", "call_1_1"),
+                                                                ("pay", "approved", "call_1_2")]
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "and now?", "-o", tmp_path / "fork.jsonl",
+                    "--allow-code", "--approve", "never", "-q")
+    assert code == 0, err
+    assert lines(ledger) == ["B paid"]  # the note was denied then, and is denied again: it never ran
+    replayed = [c.observation for c in steps(tmp_path / "fork.jsonl", 2)[0].calls]
+    assert replayed == ["ERROR: denied by ops: not now", f"appended to {ledger.as_posix()}: B paid"]
+
+
+def test_a_decision_is_not_given_to_a_call_with_other_arguments(tmp_path, capsys):
+    plan, ledger = keyed_plan(tmp_path)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    changed, _ = keyed_plan(tmp_path, line="A-18 paid", name="changed.toml")  # same task, another call
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "x", "-o", tmp_path / "fork.jsonl",
+                    "--plan", changed, "--allow-code", "--approve", "never")
+    assert code == 2 and "step 1 does not replay as recorded (arguments: recorded" in err
+    assert lines(ledger) == ["A-17 paid"]  # the approval of A-17 did not run A-18: --approve never denied it
+
+
 # -- a damaged journal line ------------------------------------------------------------------
 
 
@@ -143,6 +240,20 @@ def test_an_approval_that_names_the_key_stands_for_a_lost_operation_line(tmp_pat
     record(capsys, plan, trace)
     assert lines(ledger) == ["A-17 paid"]
     assert "its call was approved at run 1, step 1 and the trace holds no operation line" in steps(trace, 2)[0].observation
+
+
+@pytest.mark.parametrize("where", ["-o", "--append"])
+def test_a_damaged_operation_line_never_lets_a_fork_run_its_call_again(tmp_path, capsys, where):
+    plan, ledger = keyed_plan(tmp_path, dangerous=False)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    damage(trace, "operation", lambda line: line[:-1])
+    output = ["-o", tmp_path / "fork.jsonl"] if where == "-o" else ["--append"]
+    code, err = cli(capsys, "fork", trace, "--step", 1, "--action", call(ledger), *output, "--allow-code", "-q")
+    assert code == 0, err
+    assert lines(ledger) == ["A-17 paid"]
+    forked = steps(tmp_path / "fork.jsonl" if where == "-o" else trace, 2)[0]
+    assert forked.observation.startswith("ERROR: not run: line 5 of the trace is damaged and names this operation")
 
 
 # -- the journal itself ----------------------------------------------------------------------

@@ -1255,6 +1255,7 @@ class DebuggerApp(App[None]):
 
     def start_fork(self, plan, index: int, step: int, edit) -> None:
         runs = list(self.runs)
+        document = self.document
         # The parent's way of deciding dangerous calls (--approve), else the dialog.
         approver = getattr(runs[index], "approver", None) or self.approvals.ask
 
@@ -1262,7 +1263,8 @@ class DebuggerApp(App[None]):
             from agentdbg.forking import ForkError, fork_live_run
 
             try:
-                run = fork_live_run(plan, runs, index, step, edit, approver=approver, cancelled=cancel.is_set)
+                run = fork_live_run(plan, document, runs, index, step, edit, approver=approver,
+                                    cancelled=cancel.is_set)
                 run.plan = plan  # a fork of this fork re-runs the same plan
                 run.advance()  # the edited step
             except ForkError as exc:

@@ -304,7 +304,10 @@ class ForkRun:
         if earlier:  # a fork of a fork: the edits its steps were made with, replayed next time
             metadata["replays"] = [{"step": n, "edited": e.part, "text": e.text, **({"call": e.call} if e.call else {})}
                                    for n, e in sorted(earlier.items())]
-        self._emit(replace(grouped.start, fork=metadata))
+        start = replace(grouped.start, fork=metadata)
+        if agent.source_sha256 and agent.source_sha256 != start.source_sha256:
+            start = replace(start, source=agent.source, source_sha256=agent.source_sha256)  # another plan runs it
+        self._emit(start)
         for event in _prefix(parent_events, step):
             self._emit(event)
 

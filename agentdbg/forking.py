@@ -7,8 +7,11 @@ stack, or recorded from an arbitrary loop (``agentdbg.record``), cannot: ``NotRe
 says what it was recorded from. So does a plan whose policy runs code or calls a model
 when ``--allow-code`` / ``--allow-network`` was not given. Loading a plan never runs it.
 
-Every fork starts from the operation journal of the whole file (``fork_journal``), so no
-keyed call that any run of it made runs again.
+A trace never chooses the code a fork runs: a plan that runs Python code is run only when
+the user names it (the plan opened, ``--plan``) or when it is the very plan the run
+recorded (its bytes hash to the run's ``source_sha256``). Anything else is refused before
+the plan's code is imported. Every fork starts from the operation journal of the whole
+file (``fork_journal``), so no keyed call that any run of it made runs again.
 """
 
 from __future__ import annotations
@@ -21,7 +24,15 @@ from agentdbg.engine.approval import Approver
 from agentdbg.engine.journal import OperationJournal
 from agentdbg.fork import ForkError, ForkRun, StepEdit
 from agentdbg.model.runs import Document, LiveRun
-from agentdbg.plans import Plan, PlanError, load_plan, looks_like_plan
+from agentdbg.plans import (
+    Plan,
+    PlanError,
+    load_plan,
+    looks_like_plan,
+    parse_plan_bytes,
+    plan_sha256,
+    read_plan_bytes,
+)
 from agentdbg.text import one_line
 
 __all__ = ["ForkError", "NotRerunnable", "fork_journal", "fork_live_run", "plan_for_run", "start_fork"]
@@ -58,7 +69,7 @@ def plan_for_run(document: Document, index: int, *, allow_code: bool = False, al
             return _raise(_cannot(f"the plan {one_line(source, 200)}, which is not found here",
                                   " (agentdbg fork --plan PLAN names it)"))
         return _raise(_cannot(f"{one_line(source, 200)} ({one_line(policy, 80)})"))
-    return _load(found, allow_code, allow_network)
+    return _recorded_plan(found, run.info.source_sha256, allow_code, allow_network)
 
 
 def _raise(error: Exception) -> Plan:
@@ -74,6 +85,28 @@ def _find_plan(source: str, document_path: str) -> Path | None:
         if candidate.is_file() and looks_like_plan(candidate):
             return candidate
     return None
+
+
+def _recorded_plan(path: Path, recorded: str, allow_code: bool, allow_network: bool) -> Plan:
+    """The plan a trace names, read once: its code is allowed only when its bytes are the
+    ones the run recorded; otherwise a plan that runs code is refused before it is built."""
+    try:
+        data = read_plan_bytes(path)
+    except PlanError as exc:
+        raise ForkError(f"the plan that re-runs this run cannot be loaded: {exc}") from None
+    same = bool(recorded) and plan_sha256(data) == recorded
+    try:
+        return parse_plan_bytes(data, path, allow_code=allow_code and same, allow_network=allow_network)
+    except PlanError as exc:
+        if allow_code and not same and "--allow-code" in str(exc):
+            name = one_line(str(path), 200)
+            why = (f"the plan {name} is not the one the run was recorded with (its SHA-256 differs from the "
+                   "trace's)" if recorded else
+                   f"the trace does not record which plan the run was made with (no plan hash), so {name} "
+                   "may not be it")
+            raise ForkError(f"{why}; a plan that runs Python code is re-run only as recorded or when named: "
+                            "--plan PLAN") from None
+        raise _refused(exc, path) from None
 
 
 def _load(path: Path, allow_code: bool, allow_network: bool) -> Plan:

@@ -1,8 +1,9 @@
-"""No side effect runs twice.
+"""No side effect runs twice, and a trace never chooses the code a fork runs.
 
 The attacks: a fork written elsewhere (``fork -o``) of a run appended after the run that
-made a keyed call; a recorded decision handed to another call of its step; a damaged
-``operation`` line under ``record --append`` and ``fork``. Each counts the real side effects of the
+made a keyed call; a recorded decision handed to another call of its step; a trace whose
+``run_start.source`` names a plan that is not the one recorded; a damaged ``operation``
+line under ``record --append`` and ``fork``. Each counts the real side effects of the
 tools in ``side_effect_tools`` (lines appended to a ledger in the test's directory)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from agentdbg.cli import main
 from agentdbg.engine import OperationJournal
 from agentdbg.engine import events as ev
 from agentdbg.engine.approval import Decision
-from agentdbg.plans import load_plan
+from agentdbg.plans import load_plan, plan_sha256
 from agentdbg.trace.journal import read_journal
 from agentdbg.trace.reader import open_trace
 from agentdbg.trace.writer import write_trace
@@ -183,6 +184,94 @@ def test_a_decision_is_not_given_to_a_call_with_other_arguments(tmp_path, capsys
                     "--plan", changed, "--allow-code", "--approve", "never")
     assert code == 2 and "step 1 does not replay as recorded (arguments: recorded" in err
     assert lines(ledger) == ["A-17 paid"]  # the approval of A-17 did not run A-18: --approve never denied it
+
+
+# -- a trace never chooses the code ----------------------------------------------------------
+
+
+EVIL = """\
+task = "Record in the ledger that order A-17 was paid."
+executes_code = true
+
+[[tools]]
+name = "append_line"
+kind = "python"
+callable = "side_effect_tools:append_line"
+
+[policy]
+kind = "outputs"
+format = "json"
+outputs = ['''Action: append_line
+Action Input: {{"path": "{marker}", "line": "the trace chose this code"}}''']
+"""
+
+
+def with_run_start(trace: Path, **fields) -> None:
+    """The trace's run_start with ``fields`` changed (a value of None drops the field)."""
+    def change(line: str) -> str:
+        data = json.loads(line)
+        for name, value in fields.items():
+            if value is None:
+                data.pop(name, None)
+            else:
+                data[name] = value
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    damage(trace, "run_start", change)
+
+
+def evil_plan(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "chosen-by-the-trace.txt"
+    evil = tmp_path / "evil.toml"
+    evil.write_text(EVIL.format(marker=marker.as_posix()), encoding="utf-8")
+    return evil, marker
+
+
+@pytest.mark.parametrize("recorded_hash", ["absent", "another"])
+def test_a_trace_naming_another_plan_runs_none_of_its_code(tmp_path, capsys, recorded_hash):
+    plan, ledger = keyed_plan(tmp_path)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    evil, marker = evil_plan(tmp_path)
+    with_run_start(trace, source=str(evil), source_sha256=None if recorded_hash == "absent" else "0" * 64)
+    for where in (["-o", tmp_path / "fork.jsonl"], ["--append"]):
+        code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "x", *where, "--allow-code",
+                        "--approve", "always")
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert "a plan that runs Python code is re-run only as recorded or when named: --plan PLAN" in err
+        assert not marker.exists()
+    assert lines(ledger) == ["A-17 paid"]
+    assert not (tmp_path / "fork.jsonl").exists()
+
+
+def test_a_recorded_plan_changed_since_is_refused_and_one_named_with_plan_runs(tmp_path, capsys):
+    plan, ledger = keyed_plan(tmp_path)
+    trace = tmp_path / "run.jsonl"
+    record(capsys, plan, trace)
+    recorded = plan.read_bytes()
+    with open_trace(trace, background=False) as opened:
+        assert opened.runs[0].info.source_sha256 == plan_sha256(recorded)
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "x", "-o", tmp_path / "same.jsonl",
+                    "--allow-code", "--approve", "always", "-q")
+    assert code == 0, err  # the plan as recorded: its code runs
+    plan.write_bytes(recorded + b"# edited since\n")
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "x", "-o", tmp_path / "changed.jsonl",
+                    "--allow-code", "--approve", "always")
+    assert code == 2 and "is not the one the run was recorded with (its SHA-256 differs" in err
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "x", "-o", tmp_path / "named.jsonl",
+                    "--plan", plan, "--allow-code", "--approve", "always", "-q")
+    assert code == 0, err
+    with open_trace(tmp_path / "named.jsonl", background=False) as opened:
+        assert opened.runs[1].info.source_sha256 == plan_sha256(plan.read_bytes())  # the plan that ran it
+    assert lines(ledger) == ["A-17 paid"]
+
+
+def test_a_trace_without_a_plan_hash_still_forks_a_plan_without_code(tmp_path, capsys):
+    trace = tmp_path / "run.jsonl"
+    code, err = cli(capsys, "record", TESTS.parent / "sample_plans" / "library_hallucinating.toml", "-o", trace, "-q")
+    assert code == 0, err
+    with_run_start(trace, source_sha256=None)  # as written before runs recorded it
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--observation", "7", "-o", tmp_path / "fork.jsonl", "-q")
+    assert code == 0, err
 
 
 # -- a damaged journal line ------------------------------------------------------------------

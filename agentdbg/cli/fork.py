@@ -7,9 +7,10 @@ The output is a trace holding the parent run, then the fork, whose ``run_start``
 ``--append`` adds the fork to FILE itself instead (``parent`` is then its run number there),
 holding FILE from reading its journal to writing the fork. Either way no operation key
 used by any run of FILE runs again. A run whose policy cannot be re-run here (imported
-from another stack, recorded from your own loop, a model without --allow-network) exits 2
-saying so, as does a fork whose replayed steps do not come out as recorded (the plan
-changed since). Nothing is written then. Exit 0 when the fork is written.
+from another stack, recorded from your own loop, a model without --allow-network, a plan
+that runs code and is neither the one recorded nor named with --plan) exits 2 saying so,
+as does a fork whose replayed steps do not come out as recorded (the plan changed since).
+Nothing is written then. Exit 0 when the fork is written.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="add the fork to FILE itself (a trace), as its next run")
     parser.add_argument("--run", type=int, default=1, metavar="R", help="fork run R of a file with several (default 1)")
     parser.add_argument("--plan", metavar="PLAN",
-                        help="the plan that re-runs the run (default: the plan its run_start names)")
+                        help="the plan that re-runs the run (default: the plan its run_start names; one that runs "
+                             "Python code only if the trace recorded its hash and the file still has it)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan that runs Python code")
     parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model")
     parser.add_argument("--approve", choices=("always", "never"),

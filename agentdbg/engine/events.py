@@ -96,6 +96,9 @@ class RunStart(Event):
     # A fork of an earlier run (see docs/events.md): {"parent": run number in the file,
     # "step": the step edited, "edited": "thought" | "action" | "observation", "text": the new text}
     fork: dict[str, Any] | None = None
+    # The SHA-256 (hex) of the plan file ``source`` names, as it was run: a fork re-runs
+    # that plan's code only when the file still has it.
+    source_sha256: str = ""
 
 
 @dataclass(frozen=True)

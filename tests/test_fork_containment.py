@@ -384,3 +384,17 @@ def test_a_key_cut_short_on_a_damaged_line_marks_every_key_it_begins(tmp_path):
     assert found.evidence.startswith('line 3 of the trace is damaged and names this operation, cut inside a key '
                                      'that begins "pay:{\\"order\\":\\"A"')
     assert journal.lookup('pay:{"order":"B"}') is None and journal.lookup("paint:x") is None
+
+
+def test_a_line_too_long_to_decode_or_holding_too_many_keys_still_counts(tmp_path):
+    from agentdbg.trace.source import MAX_LINE_BYTES
+
+    header = b'{"type":"header","format":"agentdbg-trace","version":1}\n{"type":"run_start","step":0,"task":"t"}\n'
+    long_line = tmp_path / "long.jsonl"  # valid JSON, but more than the readers decode
+    long_line.write_bytes(header + b'{"type":"operation","step":1,"key":"pay:A","tool":"' + b"x" * MAX_LINE_BYTES + b'"}\n')
+    found = read_journal(long_line).lookup("pay:A")
+    assert found is not None and "line 3 of the trace is damaged" in found.evidence
+    many = tmp_path / "many.jsonl"  # no event holds a thousand keys: this line may name any operation
+    many.write_bytes(header + b'{"type":"operation","step":1,' + b'"key":"pay:x",' * 1001 + b"\n")
+    found = read_journal(many).lookup("refund:B")
+    assert found is not None and "holds more than 1,000 keys: it may name any operation" in found.evidence

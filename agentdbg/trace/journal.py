@@ -11,9 +11,9 @@ not decoded either.
 
 The lines are read as the trace's readers read them (a stray CR dropped, invalid UTF-8
 read with replacement characters), so every keyed event they see is in the journal. A
-line that holds a key but is damaged (not JSON, not a valid event) still counts: each key
-read from it has an unknown effect, and a key cut short there marks every key that begins
-that way (the readers report the line itself).
+line that holds a key but is damaged (not JSON, not a valid event, too long to decode)
+still counts: each key read from it has an unknown effect, and a key cut short there
+marks every key that begins that way (the readers report the line itself).
 """
 
 from __future__ import annotations
@@ -27,16 +27,20 @@ from typing import Any
 from agentdbg.engine import events as ev
 from agentdbg.engine.journal import OperationJournal
 from agentdbg.trace.format import line_prefix
+from agentdbg.trace.source import MAX_LINE_BYTES
 
 RUN_START = line_prefix("run_start")
 KEY_NAME = b'"key"'
 # "key" with a letter written as an escape (k, e, y): such a line may hold a key too.
+ESCAPE = b"\\u00"
 ESCAPED_LETTERS = (b"\\u006b", b"\\u006B", b"\\u0065", b"\\u0079")
 KEYED_TYPES = ("operation", "observation", "approval")
 OTHER_PREFIXES = tuple(line_prefix(kind) for kind in ev.EVENT_TYPES if kind not in (*KEYED_TYPES, "run_start"))
 TYPE_NAME = b'"type"'
-# A key's value on a damaged line: the text up to its closing quote, if the line still has it.
-KEY_VALUE = re.compile(r'"key"[ \t\r\n]*:[ \t\r\n]*"((?:[^"\\]|\\.)*+)(")?')
+# Where a key's value begins on a damaged line.
+KEY_VALUE = re.compile(r'"key"[ \t\r\n]*:[ \t\r\n]*"')
+# No event line holds more keys than this: a damaged line that does says nothing of any one of them.
+MAX_KEYS_ON_A_LINE = 1000
 PARTIAL_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{0,3})?$")
 
 
@@ -72,6 +76,9 @@ def _note_line(journal: OperationJournal, line: bytes, number: Any) -> None:
     if line.endswith(b"\r"):
         line = line[:-1]
     text = line.decode("utf-8", "replace")
+    if len(line) > MAX_LINE_BYTES:  # the readers do not decode it: no event, but its keys count
+        _note_damaged(journal, text, number())
+        return
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -92,8 +99,16 @@ def _note_line(journal: OperationJournal, line: bytes, number: Any) -> None:
 
 def _note_damaged(journal: OperationJournal, text: str, number: int) -> None:
     """Every key that can be read from a line that is not an event."""
+    if text.count('"key"') > MAX_KEYS_ON_A_LINE:
+        journal.note_prefix("", f"line {number:,} of the trace is damaged and holds more than "
+                                f"{MAX_KEYS_ON_A_LINE:,} keys: it may name any operation")
+        return
+    seen: set[str] = set()
     for match in KEY_VALUE.finditer(text):
-        written, closed = match.group(1), match.group(2) is not None
+        written, closed = _string_from(text, match.end())
+        if written in seen:
+            continue
+        seen.add(written)
         if not closed:
             written = PARTIAL_ESCAPE.sub("", written)
         try:
@@ -107,6 +122,22 @@ def _note_damaged(journal: OperationJournal, text: str, number: int) -> None:
         else:
             journal.note_prefix(key, f"{_damaged(number)}, cut inside a key that begins "
                                      f"{json.dumps(key[:80])}: it may be this one")
+
+
+def _string_from(text: str, start: int) -> tuple[str, bool]:
+    """A JSON string's text from ``start`` (after its opening quote) to its closing quote,
+    and whether it has one (it may be cut off by the end of the line)."""
+    at = start
+    while True:
+        quote = text.find('"', at)
+        if quote == -1:
+            return text[start:], False
+        escapes = quote
+        while escapes > start and text[escapes - 1] == "\\":
+            escapes -= 1
+        if (quote - escapes) % 2 == 0:  # not escaped: the string ends here
+            return text[start:quote], True
+        at = quote + 1
 
 
 def _damaged(number: int) -> str:
@@ -129,11 +160,19 @@ class _LineNumbers:
 
 
 def _line_starts(data: mmap.mmap) -> list[int]:
-    """Where the lines that may be run starts or hold a key begin, in file order."""
+    """Where the lines that may be run starts or hold a key begin, in file order. Each
+    search goes on after the end of the line it found: a line holding a needle many times
+    costs no more than one holding it once."""
     starts: set[int] = set()
-    for needle in (RUN_START, KEY_NAME, *ESCAPED_LETTERS):
+    for needle in (RUN_START, KEY_NAME, ESCAPE):
         at = data.find(needle)
         while at != -1:
+            if needle is ESCAPE and data[at:at + len(ESCAPE) + 2] not in ESCAPED_LETTERS:
+                at = data.find(needle, at + 1)  # another escaped character
+                continue
             starts.add(data.rfind(b"\n", 0, at) + 1)
-            at = data.find(needle, at + len(needle))
+            end = data.find(b"\n", at)
+            if end == -1:
+                break
+            at = data.find(needle, end)
     return sorted(starts)

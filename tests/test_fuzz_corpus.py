@@ -32,7 +32,8 @@ TUI_TIMEOUT = 4.0  # seconds the debugger may take to open the file, then for ea
 DEBUGGER_SAMPLE = 1  # sampled cases also opened in the debugger
 # Always in the sample: what blocks or runs away rather than fails (in child processes with
 # time limits: the debugger on the first and the last), a hostile file name.
-PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing")
+PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing",
+          "fork/journal/plain/operation=cut-after-key", "fork/source/beside=hash-absent")
 PINNED_IN_DEBUGGER = ("special/fifo/jsonl", "sidecar/pattern/nested-plus")
 
 
@@ -93,6 +94,11 @@ def test_damaged_and_special_files_fail_no_command(sample_report):
 
 def test_breakpoint_files_beside_a_trace_fail_nothing(sample_report):
     found = failures_in(sample_report, ("sidecar",))
+    assert not found, "\n".join(found)
+
+
+def test_forks_and_appended_runs_repeat_no_side_effect_and_run_no_code_the_trace_chose(sample_report):
+    found = failures_in(sample_report, ("fork",), debugger=False)
     assert not found, "\n".join(found)
 
 
@@ -200,6 +206,25 @@ def test_damaged_and_special_files_are_in_the_corpus(cases):
                      "damaged/inspect-ai-zip/bomb-2gib", "damaged/inspect-ai-zip/members-100001",
                      "damaged/inspect-ai-zip/cut-before-directory", "damaged/import-50mb/codex-rollout"):
         assert expected in ids, expected
+
+
+def test_forks_and_appends_are_tried_on_damaged_journals_mismatched_approvals_and_foreign_plans(cases):
+    from fuzz import fork_cases
+
+    ids = {case.id for case in cases}
+    for tool in ("dangerous", "plain"):
+        for damage in fork_cases.DAMAGES:
+            for target in ("operation", "observation", "both"):
+                assert f"fork/journal/{tool}/{target}={damage}" in ids
+        for damage in fork_cases.LOSSY:
+            assert f"fork/journal/{tool}/operation={damage}" in ids
+    for how in fork_cases.APPROVAL_MUTATIONS:
+        assert f"fork/approval/step-1={how}" in ids and f"fork/approval/step-2={how}" in ids
+    for where in fork_cases.SOURCES:
+        assert f"fork/source/{where}=hash-absent" in ids
+    forking = [case for case in cases if case.category == "fork"]
+    assert all(case.after is not None and any(name.startswith("fork") for name, _ in case.commands)
+               for case in forking)
 
 
 def test_the_sample_is_deterministic_and_draws_from_every_category(cases):

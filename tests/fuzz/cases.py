@@ -21,7 +21,7 @@ class Case:
     """One input, built on demand in an empty directory, and how to open it."""
 
     id: str  # unique, stable: category/what/how
-    category: str  # trace-field, trace-event, import-field, import-text, damaged, special, sidecar, fixture
+    category: str  # trace-field, trace-event, import-field, import-text, damaged, special, sidecar, fixture, fork
     kind: str  # the input kind, for reports: "string=osc", "fifo", "truncated"...
     name: str  # the file every command is given (relative to the case directory)
     make: Callable[[Path], None]  # writes the input (and anything beside it) into the directory
@@ -31,6 +31,8 @@ class Case:
     tui: bool = False  # always opened in the debugger too, not only when sampled
     slow: bool = False  # a big input: a longer time limit
     tui_keys: tuple[str, ...] = TUI_KEYS
+    # Commands run after the headless ones, each (name, argv with {file} for the case's file).
+    commands: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # After the debugger ran: "" or what went wrong (a file that must not change, did).
     after: Callable[[Path], str] | None = field(default=None, compare=False)
 

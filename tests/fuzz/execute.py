@@ -53,8 +53,9 @@ STREAM_ENCODING = sys.stdout.encoding or "utf-8"
 STREAM_ERRORS = sys.stdout.errors or "strict"
 
 
-def command_argv(name: str, file: str, extra: tuple[str, ...]) -> list[str]:
-    return [part.replace("{file}", file) for part in COMMANDS[name]] + list(extra)
+def command_argv(name: str, file: str, extra: tuple[str, ...], template: tuple[str, ...] | None = None) -> list[str]:
+    """The command ``name`` (or ``template``, a case's own) on ``file``, with ``extra`` after."""
+    return [part.replace("{file}", file) for part in (COMMANDS[name] if template is None else template)] + list(extra)
 
 
 @dataclass

@@ -32,6 +32,7 @@ def _preload() -> None:
     import agentdbg.cli.check  # noqa: F401
     import agentdbg.cli.convert  # noqa: F401
     import agentdbg.cli.debug  # noqa: F401
+    import agentdbg.cli.fork  # noqa: F401
     import agentdbg.cli.record  # noqa: F401
     import agentdbg.cli.show  # noqa: F401
     import agentdbg.cli.stats  # noqa: F401
@@ -103,8 +104,9 @@ class Worker:
         report = outputs / "tui-screen.txt"
         runs: list[tuple[str, float]] = []
         steps: list[execute.Step] = []
-        for number, name in enumerate(execute.COMMANDS):
-            argv = execute.command_argv(name, case.name, case.args)
+        headless = [(name, None) for name in execute.COMMANDS] + list(case.commands)
+        for number, (name, template) in enumerate(headless):
+            argv = execute.command_argv(name, case.name, case.args, template)
             steps.append(execute.Step(_agentdbg(argv), argv, limit, outputs / f"{number}.out", outputs / f"{number}.err"))
             runs.append((name, limit))
         if with_tui:
@@ -115,10 +117,9 @@ class Worker:
         if case.blocking:  # each may block: all side by side
             outcomes = execute.run_side_by_side(steps, directory, unprivileged=case.unprivileged)
         else:
-            outcomes = execute.run_in_sequence(steps[: len(execute.COMMANDS)], directory,
-                                               unprivileged=case.unprivileged)
+            outcomes = execute.run_in_sequence(steps[: len(headless)], directory, unprivileged=case.unprivileged)
             if with_tui:  # the debugger in a process of its own: it leaves more behind
-                outcomes += execute.run_side_by_side(steps[len(execute.COMMANDS):], directory,
+                outcomes += execute.run_side_by_side(steps[len(headless):], directory,
                                                      unprivileged=case.unprivileged)
         findings: list[classify.Finding] = []
         summary = []

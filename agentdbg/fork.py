@@ -331,14 +331,17 @@ class ForkRun:
     def _recorded_for(self, request: ApprovalRequest) -> ev.Approval | None:
         """The decision recorded at the request's step for this very call: the same tool,
         call id and operation key, and arguments the tool binds the same way. None when
-        there is none: a decision is never given to another call."""
+        there is none: a decision is never given to another call. A denial written before
+        decisions named their key serves the call with its tool, id and arguments (denying
+        runs nothing); such an approval does not."""
         if not 1 <= request.step <= len(self.records):
             return None
         events = self.records[request.step - 1].events
         for approval in events:
             if not isinstance(approval, ev.Approval) or id(approval) in self._used:
                 continue
-            if (approval.tool, approval.id, approval.key) != (request.tool, request.id, request.key):
+            key = request.key if not approval.key and approval.decision == "denied" else approval.key
+            if (approval.tool, approval.id, key) != (request.tool, request.id, request.key):
                 continue
             actions = [e for e in events if isinstance(e, ev.ActionTaken) and (e.tool, e.id) == (approval.tool, approval.id)]
             tool = self._registry.get(request.tool)

@@ -89,6 +89,19 @@ def damage(trace: Path, kind: str, how) -> None:
     trace.write_text("\n".join(text), encoding="utf-8", errors="surrogateescape")
 
 
+def with_fields(**fields):
+    """A change of a line's event: ``fields`` set (a value of None drops the field)."""
+    def change(line: str) -> str:
+        data = json.loads(line)
+        for name, value in fields.items():
+            if value is None:
+                data.pop(name, None)
+            else:
+                data[name] = value
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return change
+
+
 def steps(trace: Path, run: int) -> list:
     with open_trace(trace, background=False) as opened:
         found = opened.runs[run - 1]
@@ -208,15 +221,7 @@ Action Input: {{"path": "{marker}", "line": "the trace chose this code"}}''']
 
 def with_run_start(trace: Path, **fields) -> None:
     """The trace's run_start with ``fields`` changed (a value of None drops the field)."""
-    def change(line: str) -> str:
-        data = json.loads(line)
-        for name, value in fields.items():
-            if value is None:
-                data.pop(name, None)
-            else:
-                data[name] = value
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    damage(trace, "run_start", change)
+    damage(trace, "run_start", with_fields(**fields))
 
 
 def evil_plan(tmp_path: Path) -> tuple[Path, Path]:
@@ -398,3 +403,17 @@ def test_a_line_too_long_to_decode_or_holding_too_many_keys_still_counts(tmp_pat
     many.write_bytes(header + b'{"type":"operation","step":1,' + b'"key":"pay:x",' * 1001 + b"\n")
     found = read_journal(many).lookup("refund:B")
     assert found is not None and "holds more than 1,000 keys: it may name any operation" in found.evidence
+
+
+def test_a_denial_written_before_decisions_named_their_key_still_denies_its_call(tmp_path, capsys):
+    plan, ledger = keyed_plan(tmp_path)
+    trace = tmp_path / "run.jsonl"
+    code, err = cli(capsys, "record", plan, "-o", trace, "--allow-code", "--approve", "never", "-q")
+    assert code == 0, err
+    damage(trace, "approval", with_fields(key=None))  # as traces were written before
+    code, err = cli(capsys, "fork", trace, "--step", 2, "--thought", "x", "-o", tmp_path / "fork.jsonl",
+                    "--allow-code", "--approve", "always", "-q")
+    assert code == 0, err
+    assert lines(ledger) == []  # denied then, denied in the replay: --approve always did not run it
+    assert steps(tmp_path / "fork.jsonl", 2)[0].observation == "ERROR: denied by --approve never: no call to a " \
+                                                              "dangerous tool may run"

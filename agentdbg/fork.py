@@ -10,8 +10,10 @@ reached step N:
   again and must say what it said then; a model is never asked again for a recorded step:
   it "says" the recorded output, and its recorded token usage counts;
 * tools run again (mock tools keep their state in memory), except a call whose operation
-  key the parent already used: its recorded result is given again, as in any run appended
-  to a trace; a dangerous call gets the decision recorded for it;
+  key a run of the file already used: its recorded result is given again, as in any run
+  appended to a trace; a dangerous call gets the decision recorded for it when that
+  decision was made for the very same call (tool, arguments, operation key, call id),
+  otherwise the fork's approver decides, as for a call after the edit;
 * every replayed step is checked against the recording: one that comes out differently
   (the plan changed since it was recorded, a tool that is not deterministic) stops the
   fork with ``ForkError`` saying where and what, rather than fork a run that never was.
@@ -48,7 +50,7 @@ from typing import Any
 
 from agentdbg.engine import events as ev
 from agentdbg.engine.agent import AgentRun, ReActAgent, StepResult
-from agentdbg.engine.approval import Approver, Decision, decide
+from agentdbg.engine.approval import ApprovalRequest, Approver, Decision, decide
 from agentdbg.engine.events import FORK_EDITS
 from agentdbg.engine.journal import OperationJournal
 from agentdbg.engine.parsers import Action, FinalAnswer
@@ -218,11 +220,8 @@ class _Replaying(Policy):
         return self.inner.respond(prompt)
 
 
-def _decision(record: StepRecord) -> Decision:
-    """The decision recorded for a step's dangerous call (denied when none was recorded)."""
-    approval = record.approval
-    if approval is None:
-        return Decision.deny("no decision was recorded for this call", by="fork")
+def _decision(approval: ev.Approval) -> Decision:
+    """A recorded decision, to be made again."""
     if approval.decision == "edited" and approval.args is not None:
         return Decision("edited", approval.by, approval.reason, dict(approval.args))
     if approval.decision == "edited":
@@ -254,14 +253,15 @@ class ForkRun:
     ``AgentRun``: building it replays steps 1..step-1 (``ForkError`` when they do not
     come out as recorded) and emits the fork's ``run_start`` and those steps; the first
     ``step()`` runs the edited step, later ones carry on. ``parent`` is the parent's
-    number in the file the fork goes to; ``journal_events`` are the events of that file's
-    runs before the fork (their operation keys are not run again; default: the parent's).
-    ``approver`` decides dangerous calls from step N on (a replayed call gets the decision
-    recorded for it, and so does step N's when only its thought was edited)."""
+    number in the file the fork goes to; ``journal`` holds the operations of the file's runs
+    (``agentdbg.forking.fork_journal``: their keys are not run again; default: the parent's).
+    ``approver`` decides dangerous calls from step N on, and any replayed call (or step N's
+    when only its thought was edited) whose recorded decision was not made for that very
+    call."""
 
     def __init__(self, agent: ReActAgent, task: str, parent_events: Sequence[ev.Event], step: int,
                  edit: StepEdit, *, parent: int = 1, on_event: Callable[[ev.Event], None] | None = None,
-                 journal_events: Sequence[ev.Event] | None = None, approver: Approver | None = None,
+                 journal: OperationJournal | None = None, approver: Approver | None = None,
                  cancelled: Callable[[], bool] | None = None):
         grouped = group_run(parent_events)
         records = grouped.records
@@ -279,12 +279,13 @@ class ForkRun:
         self.on_event = on_event
         self.events: list[ev.Event] = []
         self._approver = approver
+        self._registry = agent.registry
+        self._used: set[int] = set()  # recorded approvals already given again (by id())
         self._silent = True
         # Up to step N: at N the output is the recorded one too (an edited action replaces it).
         agent.policy = _Replaying(agent.policy, records, step)
         agent.approver = self._approve
-        journal = OperationJournal(parent_events if journal_events is None else journal_events)
-        self._run = AgentRun(agent, task, self._forward, journal)
+        self._run = AgentRun(agent, task, self._forward, OperationJournal(parent_events) if journal is None else journal)
         earlier = earlier_edits(grouped.info.fork, step, agent.policy.format, records)
         for number in range(1, step):
             if cancelled is not None and cancelled():
@@ -303,7 +304,10 @@ class ForkRun:
         if earlier:  # a fork of a fork: the edits its steps were made with, replayed next time
             metadata["replays"] = [{"step": n, "edited": e.part, "text": e.text, **({"call": e.call} if e.call else {})}
                                    for n, e in sorted(earlier.items())]
-        self._emit(replace(grouped.start, fork=metadata))
+        start = replace(grouped.start, fork=metadata)
+        if agent.source_sha256 and agent.source_sha256 != start.source_sha256:
+            start = replace(start, source=agent.source, source_sha256=agent.source_sha256)  # another plan runs it
+        self._emit(start)
         for event in _prefix(parent_events, step):
             self._emit(event)
 
@@ -316,11 +320,42 @@ class ForkRun:
         if self.on_event is not None:
             self.on_event(event)
 
-    def _approve(self, request: Any) -> Decision:
+    def _approve(self, request: ApprovalRequest) -> Decision:
         number = request.step
         if number < self.step_number or (number == self.step_number and self.edit.part == "thought"):
-            return _decision(self.records[number - 1])
+            recorded = self._recorded_for(request)
+            if recorded is not None:
+                return _decision(recorded)
         return decide(self._approver, request)
+
+    def _recorded_for(self, request: ApprovalRequest) -> ev.Approval | None:
+        """The decision recorded at the request's step for this very call: the same tool,
+        call id and operation key, and arguments the tool binds the same way. None when
+        there is none: a decision is never given to another call. A denial written before
+        decisions named their key serves the call with its tool, id and arguments (denying
+        runs nothing); such an approval does not."""
+        if not 1 <= request.step <= len(self.records):
+            return None
+        events = self.records[request.step - 1].events
+        for approval in events:
+            if not isinstance(approval, ev.Approval) or id(approval) in self._used:
+                continue
+            key = request.key if not approval.key and approval.decision == "denied" else approval.key
+            if (approval.tool, approval.id, key) != (request.tool, request.id, request.key):
+                continue
+            actions = [e for e in events if isinstance(e, ev.ActionTaken) and (e.tool, e.id) == (approval.tool, approval.id)]
+            tool = self._registry.get(request.tool)
+            if len(actions) != 1 or tool is None:
+                return None
+            try:
+                proposed = tool.bind(actions[0].args)
+            except ValueError:
+                return None
+            if proposed != request.args:
+                return None
+            self._used.add(id(approval))
+            return approval
+        return None
 
     @property
     def done(self) -> bool:

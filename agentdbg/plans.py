@@ -9,6 +9,7 @@ caller must pass ``allow_network=True``: opening a file never sends anything any
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import math
 import re
@@ -83,6 +84,12 @@ class Plan:
     build_agent: Callable[[], ReActAgent] = field(repr=False)
     dangerous_tools: list[str] = field(default_factory=list)
     keyed_tools: list[str] = field(default_factory=list)
+    sha256: str = ""  # of the plan's text, recorded in its runs' run_start beside its path
+
+    @property
+    def runs_code(self) -> bool:
+        """The plan says it runs Python code (a python policy or tool)."""
+        return self.config.get("executes_code") is True
 
     def start(self, on_event: Callable[[ev.Event], None] | None = None, approver: Approver | None = None,
               journal: OperationJournal | None = None) -> AgentRun:
@@ -111,11 +118,13 @@ def looks_like_plan(path: Path) -> bool:
 def load_plan(path: str | Path, allow_code: bool = False, allow_network: bool = False) -> Plan:
     """Read and check the plan at ``path`` (a regular file of at most MAX_PLAN_BYTES)."""
     path = Path(path)
+    return parse_plan_bytes(read_plan_bytes(path), path, allow_code=allow_code, allow_network=allow_network)
+
+
+def parse_plan_bytes(data: bytes, path: Path, allow_code: bool = False, allow_network: bool = False) -> Plan:
+    """The plan in ``data``, read from ``path``."""
     try:
-        data = read_bounded(path, MAX_PLAN_BYTES, f"plans are at most {size_text(MAX_PLAN_BYTES)}", what="a plan")
         text = data.decode("utf-8")
-    except OpenError as exc:
-        raise PlanError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return parse_plan(text, path, allow_code=allow_code, allow_network=allow_network)
@@ -128,7 +137,21 @@ def parse_plan(text: str, path: str | Path | None = None, allow_code: bool = Fal
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(f"{where.name}: not valid TOML: {exc}") from None
-    return _Builder(data, where, Path(path) if path else None, allow_code, allow_network).plan()
+    return _Builder(data, where, Path(path) if path else None, allow_code, allow_network,
+                    plan_sha256(text.encode("utf-8"))).plan()
+
+
+def plan_sha256(data: bytes) -> str:
+    """The hash a run records of its plan file's bytes (``run_start.source_sha256``)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_plan_bytes(path: str | Path) -> bytes:
+    """The plan file's bytes (a regular file of at most MAX_PLAN_BYTES); PlanError says why not."""
+    try:
+        return read_bounded(Path(path), MAX_PLAN_BYTES, f"plans are at most {size_text(MAX_PLAN_BYTES)}", what="a plan")
+    except OpenError as exc:
+        raise PlanError(str(exc)) from None
 
 
 class _Locator:
@@ -168,10 +191,11 @@ class _Locator:
 
 class _Builder:
     def __init__(self, data: dict[str, Any], where: _Locator, path: Path | None, allow_code: bool,
-                 allow_network: bool = False):
+                 allow_network: bool = False, sha256: str = ""):
         self.data = data
         self.where = where
         self.path = path
+        self.sha256 = sha256
         self.allow_code = allow_code
         self.allow_network = allow_network
         self.texts = AGENTDBG  # the plan's texts = "...", read first by plan()
@@ -245,6 +269,7 @@ class _Builder:
         if memory_spec is not None:
             self.memory(memory_spec)
         source = str(self.path) if self.path else ""
+        source_sha256 = self.sha256 if self.path else ""
 
         def build_agent() -> ReActAgent:
             run_tools = self.tools(tool_specs)
@@ -263,11 +288,13 @@ class _Builder:
                 expected=expected,
                 texts=self.texts,
                 reflect=reflect,
+                source_sha256=source_sha256,
             )
 
         return Plan(name, task, description, self.path, data, build_agent,
                     dangerous_tools=[tool.name for tool in tools if tool.dangerous],
-                    keyed_tools=[tool.name for tool in tools if tool.idempotency_key is not None])
+                    keyed_tools=[tool.name for tool in tools if tool.idempotency_key is not None],
+                    sha256=self.sha256)
 
     def guards(self, spec: dict) -> dict[str, Any]:
         known = {"max_steps", "repeat", "repeat_threshold", "max_consecutive_errors", "token_budget", "tool_timeout"}

@@ -753,7 +753,7 @@ class Recorder:
                     step._held.append(event)  # written when the step opens, after its action
 
             gated = gated_dispatch(self.registry, step.tool, step.args, step=step.number or 0, emit=emit,
-                                   approver=self.approver, journal=self.journal, thought=step.thought)
+                                   approver=self.approver, journal=self.journal, thought=step.thought, id=step.id)
             step.decision, step.key, step.replayed, step._note = gated.decision, gated.key, gated.replayed, gated.note
             if gated.text is None:
                 return self.observe(gated.value, step=step)

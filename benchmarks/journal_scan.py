@@ -9,11 +9,13 @@ one process:
   read the lines           every line read and dropped (the floor: the file's I/O)
   decode every line        json.loads of every line (the naive journal)
   read_journal             the journal as agentdbg reads it
+  ... and a damaged line   the same with a damaged operation line of --damaged-mb MB
+                           appended, cut inside its key (read as text, not decoded)
 
 Prints seconds and ratios to the first. No assertion: figures to watch (target: within a
 small factor of reading the lines, far below decoding them).
 
-    python benchmarks/journal_scan.py [STEPS] [--operations N]
+    python benchmarks/journal_scan.py [STEPS] [--operations N] [--damaged-mb MB]
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("steps", nargs="?", type=int, default=100_000)
     parser.add_argument("--operations", type=int, default=1_000, help="keyed operations in the appended run")
+    parser.add_argument("--damaged-mb", type=int, default=50, help="the size of the damaged line (0: none)")
     args = parser.parse_args()
     source = ensure_trace(args.steps)
     with tempfile.TemporaryDirectory() as folder:
@@ -88,6 +91,13 @@ def main() -> None:
         print(f"  read the lines     {floor:8.3f} s  ({lines:,} lines)   1.0x")
         print(f"  decode every line  {decoded:8.3f} s  {decoded / floor:8.1f}x")
         print(f"  read_journal       {journal_time:8.3f} s  {journal_time / floor:8.1f}x  ({len(journal):,} keys)")
+        if args.damaged_mb:
+            with open(path, "ab") as file:  # a key cut short by the end of the file
+                file.write(b'{"type":"operation","step":1,"key":"append_line:' + b"x" * (args.damaged_mb << 20))
+            damaged_time, journal = timed(lambda: read_journal(path))
+            assert journal.lookup("append_line:" + "x" * (args.damaged_mb << 20) + "-17") is not None
+            print(f"  ... and a damaged line {damaged_time:4.3f} s  {damaged_time / floor:8.1f}x  "
+                  f"({args.damaged_mb} MB, cut inside its key)")
 
 
 if __name__ == "__main__":

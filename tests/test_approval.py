@@ -14,6 +14,7 @@ from agentdbg.engine import (
     ScriptedOutputs,
     Tool,
     ToolRegistry,
+    ToyScript,
     dangerous,
 )
 from agentdbg.engine import events as ev
@@ -211,3 +212,23 @@ def test_the_decorator_marks_a_function_and_leaves_it_callable():
     assert tool.spec()["idempotency_key"] == "order"
     with pytest.raises(TypeError, match="dangerous marks a function"):
         dangerous(3)
+
+
+def test_a_decision_names_the_call_it_was_made_for():
+    """Its operation key and, in a turn of several calls, the call's id: a fork gives a
+    recorded decision again only to that very call."""
+    def delete_file(path: str) -> str:
+        """Delete a file for good."""
+        return f"deleted {path}"
+
+    registry = ToolRegistry([Tool.from_function(delete_file, dangerous=True, idempotency_key="path")])
+    script = ToyScript([{"actions": [{"action": "delete_file", "args": {"path": "/a"}},
+                                     {"action": "delete_file", "args": {"path": "/b"}}]},
+                        {"action": "delete_file", "args": {"path": "/c"}}, {"kind": "finish", "content": "ok"}])
+    asked = []
+    trace = ReActAgent(script, registry, approver=lambda request: asked.append(request) or True).run("t")
+    assert [(r.key, r.id) for r in asked] == [('delete_file:{"path":"/a"}', "call_1_1"),
+                                              ('delete_file:{"path":"/b"}', "call_1_2"),
+                                              ('delete_file:{"path":"/c"}', "")]
+    assert [(a.step, a.key, a.id) for a in events_of(trace, ev.Approval)] == [(1, r.key, r.id) for r in asked[:2]] + [
+        (2, asked[2].key, "")]

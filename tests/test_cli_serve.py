@@ -40,6 +40,8 @@ def test_each_page_runs_the_debugger_with_the_same_options():
     args = Namespace(file="my run.jsonl", format=None, allow_code=False, allow_network=True, approve="never", run=2)
     command = debugger_command(args)
     assert command.endswith("-m agentdbg 'my run.jsonl' --allow-network --approve never --run 2")
+    args.plan = "the plan.toml"  # what a fork re-runs the runs with
+    assert debugger_command(args).endswith("--approve never --plan 'the plan.toml' --run 2")
 
 
 def free_port() -> int:

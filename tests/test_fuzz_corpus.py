@@ -32,9 +32,10 @@ TUI_TIMEOUT = 4.0  # seconds the debugger may take to open the file, then for ea
 DEBUGGER_SAMPLE = 1  # sampled cases also opened in the debugger
 # Always in the sample: what blocks or runs away rather than fails (in child processes with
 # time limits: the debugger on the first and the last), a hostile file name, a formula in
-# an exported table and an export that reads nothing.
+# an exported table, an export that reads nothing, a damaged journal and a trace naming a plan.
 PINNED = ("special/fifo/jsonl", "special/fifo/toml", "sidecar/pattern/nested-plus", "special/hostile-name/missing",
-          "export/formula/hyperlink", "export/reads-nothing/dev-zero")
+          "export/formula/hyperlink", "export/reads-nothing/dev-zero",
+          "fork/journal/plain/operation=cut-after-key", "fork/source/beside=hash-absent")
 PINNED_IN_DEBUGGER = ("special/fifo/jsonl", "sidecar/pattern/nested-plus")
 
 
@@ -100,6 +101,11 @@ def test_breakpoint_files_beside_a_trace_fail_nothing(sample_report):
 
 def test_exports_of_hostile_runs_and_exports_that_read_nothing_fail_nothing(sample_report):
     found = failures_in(sample_report, ("export",), debugger=False)
+    assert not found, "\n".join(found)
+
+
+def test_forks_and_appended_runs_repeat_no_side_effect_and_run_no_code_the_trace_chose(sample_report):
+    found = failures_in(sample_report, ("fork",), debugger=False)
     assert not found, "\n".join(found)
 
 
@@ -218,6 +224,25 @@ def test_exports_are_in_the_corpus(cases):
     exporting = [case for case in cases if case.category == "export" and "control-chat" not in case.id]
     assert all(any(command[:2] == ("export", "--table") for command in case.commands) for case in exporting)
     assert all(case.after is not None for case in exporting)
+
+
+def test_forks_and_appends_are_tried_on_damaged_journals_mismatched_approvals_and_foreign_plans(cases):
+    from fuzz import fork_cases
+
+    ids = {case.id for case in cases}
+    for tool in ("dangerous", "plain"):
+        for damage in fork_cases.DAMAGES:
+            for target in ("operation", "observation", "both"):
+                assert f"fork/journal/{tool}/{target}={damage}" in ids
+        for damage in fork_cases.LOSSY:
+            assert f"fork/journal/{tool}/operation={damage}" in ids
+    for how in fork_cases.APPROVAL_MUTATIONS:
+        assert f"fork/approval/step-1={how}" in ids and f"fork/approval/step-2={how}" in ids
+    for where in fork_cases.SOURCES:
+        assert f"fork/source/{where}=hash-absent" in ids
+    forking = [case for case in cases if case.category == "fork"]
+    assert all(case.after is not None and any(command[0] == "fork" for command in case.commands)
+               for case in forking)
 
 
 def test_the_sample_is_deterministic_and_draws_from_every_category(cases):

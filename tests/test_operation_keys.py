@@ -256,7 +256,7 @@ def test_a_crash_between_the_side_effect_and_its_record_never_lets_it_run_twice(
     document.close()
 
 
-def test_the_journal_of_a_trace_file_reads_only_real_lines_and_skips_damaged_ones(tmp_path):
+def test_the_journal_of_a_trace_file_reads_only_real_lines_and_counts_damaged_ones(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     assert len(read_journal(empty)) == 0
@@ -277,3 +277,5 @@ def test_the_journal_of_a_trace_file_reads_only_real_lines_and_skips_damaged_one
                     encoding="utf-8")
     journal = read_journal(path)
     assert [(r.key, r.run, r.step, r.text) for r in journal.entries()] == [(key, 1, 1, "paid")]
+    # The operation cut inside its key may be any key it begins: none of them runs.
+    assert not journal.lookup("pay:cut-17").known and journal.lookup("pay:other") is None

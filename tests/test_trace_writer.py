@@ -201,6 +201,7 @@ def test_the_example_in_the_format_guide_is_what_a_recording_writes(tmp_path: Pa
     written = lines(path)
     for data in (written[1], example[1]):
         data.pop("source", None)  # the plan's path as it was given
+        assert len(data.pop("source_sha256")) == 64  # and its hash, which follows any edit of the sample
     assert [e for e in written if e["type"] != "header"] == [e for e in example if e["type"] != "header"]
 
 

@@ -28,6 +28,13 @@ def test_unusable_arguments_exit_2(capsys, tmp_path):
     assert "unknown --format 'nonsense'" in capsys.readouterr().err
 
 
+def test_a_plan_for_forks_that_is_no_file_exits_2(capsys, tmp_path):
+    namespace = args(file=str(PLANS / "library_good.toml"))
+    namespace.plan = str(tmp_path / "gone.toml")
+    assert debug.build_app(namespace) == 2
+    assert capsys.readouterr().err == f"agentdbg: --plan {tmp_path / 'gone.toml'}: no such file\n"
+
+
 def test_run_number_beyond_the_file_exits_2(capsys):
     assert debug.build_app(args(file=str(PLANS / "library_good.toml"), run=2)) == 2
     assert "holds 1 run" in capsys.readouterr().err

@@ -307,3 +307,68 @@ async def test_e_on_a_turn_of_several_calls_picks_the_call_whose_observation_is_
         await write(pilot, screen, "17")
         await press(pilot, "ctrl+s")
         assert [c.observation for c in app.session.record().calls] == ["stored base", "17"]
+
+
+# -- no side effect twice, no code the trace chose ------------------------------------------
+
+
+def recorded(tmp_path: Path, monkeypatch, **options) -> tuple[Path, Path]:
+    """A keyed plan recorded once: its trace and the ledger its one call appended to."""
+    from test_fork_containment import TESTS, keyed_plan
+
+    monkeypatch.syspath_prepend(str(TESTS))
+    plan, ledger = keyed_plan(tmp_path, **options)
+    trace = tmp_path / "run.jsonl"
+    assert main(["record", str(plan), "-o", str(trace), "--allow-code", "--approve", "always", "-q"]) == 0
+    return trace, ledger
+
+
+async def test_a_fork_gives_a_replayed_call_only_the_decision_made_for_it(tmp_path: Path, monkeypatch):
+    from test_fork_containment import TESTS, lines, mixed_decisions
+
+    monkeypatch.syspath_prepend(str(TESTS))
+    trace, ledger = mixed_decisions(tmp_path)
+    app = DebuggerApp(open_document(trace), save_breakpoints=False, allow_code=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot, "n", "n")
+        await pilot.click("#fork-thought")
+        await write(pilot, screen, "and now?")
+        await press(pilot, "ctrl+s")
+        assert len(app.runs) == 2, status(app)
+        assert app.session.run.record(1).calls[0].observation == "ERROR: denied by ops: not now"
+    assert lines(ledger) == ["B paid"]  # the note's denial stands: it never ran
+
+
+async def test_a_fork_never_runs_the_code_of_a_plan_the_trace_names_in_its_place(tmp_path: Path, monkeypatch):
+    from test_fork_containment import evil_plan, with_run_start
+
+    trace, ledger = recorded(tmp_path, monkeypatch)
+    evil, marker = evil_plan(tmp_path)
+    with_run_start(trace, source=str(evil))
+    app = DebuggerApp(open_document(trace), save_breakpoints=False, allow_code=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await press(pilot, "n", "n", "E")
+        assert not isinstance(app.screen, ForkScreen)
+        assert "is not the one the run was recorded with" in status(app) and "--plan PLAN" in status(app)
+    assert not marker.exists()
+    named = DebuggerApp(open_document(trace), save_breakpoints=False, allow_code=True,
+                        fork_plan=str(tmp_path / "plan.toml"))
+    async with named.run_test(size=SIZE) as pilot:
+        await open_dialog(pilot, "n", "n")  # --plan names the plan: the fork may be made
+    assert not marker.exists()
+
+
+async def test_a_fork_never_runs_a_call_whose_operation_line_is_damaged(tmp_path: Path, monkeypatch):
+    from test_fork_containment import call, damage, lines
+
+    trace, ledger = recorded(tmp_path, monkeypatch, dangerous=False)
+    damage(trace, "operation", lambda line: line[:-1])
+    app = DebuggerApp(open_document(trace), save_breakpoints=False, allow_code=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_dialog(pilot)  # at step 1, the keyed call
+        await pilot.click("#fork-action")
+        await write(pilot, screen, call(ledger))
+        await press(pilot, "ctrl+s")
+        assert len(app.runs) == 2, status(app)
+        assert app.session.record().observation.startswith("ERROR: not run: line 5 of the trace is damaged")
+    assert lines(ledger) == ["A-17 paid"]

@@ -53,6 +53,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", help="read FILE as this format instead of detecting it")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan that runs Python code")
     parser.add_argument("--allow-network", action="store_true", help="allow a plan that calls a model over the network")
+    parser.add_argument("--plan", metavar="PLAN",
+                        help="the plan a fork (E) re-runs the runs with (default: the plan each run_start names)")
     parser.add_argument("--approve", choices=("always", "never"),
                         help="decide every call to a plan's dangerous tools in advance instead of asking each time")
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")

@@ -76,7 +76,12 @@ def build_app(args: argparse.Namespace):
             document.close()
             which = f"run {run_number}" if count > 1 else "the run"
             return refuse(f"--step {step}: {which} of {args.file} has {plural(run.step_count, 'step')}")
-    allow = {"allow_code": args.allow_code, "allow_network": getattr(args, "allow_network", False)}
+    plan = getattr(args, "plan", None)
+    if plan and not Path(plan).expanduser().is_file():
+        document.close()
+        return refuse(f"--plan {plan}: no such file")
+    allow = {"allow_code": args.allow_code, "allow_network": getattr(args, "allow_network", False),
+             "fork_plan": str(Path(plan).expanduser()) if plan else None}
     other = getattr(args, "diff", None)
     if other:
         from agentdbg.diff import split_run

@@ -4,18 +4,22 @@ step and run the rest again, with the run's own policy and tools.
 FILE is a plan (run to its end first: that is the parent) or a trace recorded from a plan.
 The output is a trace holding the parent run, then the fork, whose ``run_start`` says
 ``fork``: {"parent": 1, "step": N, "edited": ..., "text": ...} (docs/trace-format.md);
-``--append`` adds the fork to FILE itself instead (``parent`` is then its run number there).
-A run whose policy cannot be re-run here (imported from another stack, recorded from your
-own loop, a model without --allow-network) exits 2 saying so, as does a fork whose
-replayed steps do not come out as recorded (the plan changed since). Nothing is written
-then. Exit 0 when the fork is written.
+``--append`` adds the fork to FILE itself instead (``parent`` is then its run number there),
+holding FILE from reading its journal to writing the fork. Either way no operation key
+used by any run of FILE runs again. A run whose policy cannot be re-run here (imported
+from another stack, recorded from your own loop, a model without --allow-network, a plan
+that runs code and is neither the one recorded nor named with --plan) exits 2 saying so,
+as does a fork whose replayed steps do not come out as recorded (the plan changed since).
+Nothing is written then. Exit 0 when the fork is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.text import Text
@@ -47,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="add the fork to FILE itself (a trace), as its next run")
     parser.add_argument("--run", type=int, default=1, metavar="R", help="fork run R of a file with several (default 1)")
     parser.add_argument("--plan", metavar="PLAN",
-                        help="the plan that re-runs the run (default: the plan its run_start names)")
+                        help="the plan that re-runs the run (default: the plan its run_start names; one that runs "
+                             "Python code only if the trace recorded its hash and the file still has it)")
     parser.add_argument("--allow-code", action="store_true", help="allow a plan that runs Python code")
     parser.add_argument("--allow-network", action="store_true", help="allow a plan whose policy calls a model")
     parser.add_argument("--approve", choices=("always", "never"),
@@ -57,9 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agentdbg.documents import OpenError, check_approval, command_line_approver, open_document
-    from agentdbg.fork import make_edit
-    from agentdbg.forking import ForkError, plan_for_run, start_fork
+    from agentdbg.documents import OpenError, check_approval, open_document
+    from agentdbg.forking import ForkError, plan_for_run
     from agentdbg.plans import PlanError
     from agentdbg.trace.writer import TraceBusyError, TraceWriteError, write_trace
 
@@ -93,48 +97,81 @@ def run(args: argparse.Namespace) -> int:
             return render.fail("fork", f"--append: {source} is a plan, not a trace; write the fork with -o")
         index = args.run - 1
         parent_events = document.runs[index].events()
-        # Appended, the fork follows every run of the file: their operation keys count as done.
-        journal_events = [e for run in document.runs for e in run.events()] if args.append else parent_events
         total = len(document.runs)
         try:
             plan = plan_for_run(document, index, allow_code=args.allow_code, allow_network=args.allow_network,
                                 plan=args.plan)
             check_approval(plan, args.approve, plan.path or "")
-            record = _record(document.runs[index], args.step)
-            edit, _ = make_edit(record, plan.build_agent().policy.format, part, text, args.call)
-            fork = start_fork(plan, parent_events, args.step, edit, approver=command_line_approver(args.approve),
-                              parent=args.run if args.append else 1, journal_events=journal_events)
-            fork_events = fork.run_to_end()
         except (ForkError, OpenError, PlanError) as exc:
+            return render.fail("fork", str(exc))
+        try:
+            if args.append:
+                with _held(output) as writer:  # no other run appends while the fork reads and adds to the file
+                    fork_events = _fork(args, document, plan, part, text, parent=args.run)
+                    writer.write_all(fork_events)
+                    written, number = writer.events_written, total + 1
+            else:
+                fork_events = _fork(args, document, plan, part, text, parent=1)
+        except (ForkError, OpenError, PlanError) as exc:
+            return render.fail("fork", str(exc))
+        except TraceBusyError as exc:
+            return render.fail("fork", f"{exc}; not written")
+        except TraceWriteError as exc:
+            render.fail("fork", str(exc))
+            return 1
+        except _Unwritable as exc:
             return render.fail("fork", str(exc))
         except ValueError as exc:  # the edited action does not parse
             return render.fail("fork", f"--action: {exc}")
     finally:
         document.close()
-    try:
-        if args.append:
-            written, number = _append(output, fork_events), total + 1
-        else:
+    if not args.append:
+        try:
             written, number = write_trace(output, [parent_events, fork_events], header={"source": str(source)}).events, 2
-    except TraceBusyError as exc:
-        return render.fail("fork", f"{exc}; not written")
-    except TraceWriteError as exc:
-        render.fail("fork", str(exc))
-        return 1
-    except (OSError, ValueError) as exc:
-        return render.fail("fork", f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
+        except TraceBusyError as exc:
+            return render.fail("fork", f"{exc}; not written")
+        except TraceWriteError as exc:
+            render.fail("fork", str(exc))
+            return 1
+        except (OSError, ValueError) as exc:
+            return render.fail("fork", f"cannot write {output}: {getattr(exc, 'strerror', None) or exc}")
     if not args.quiet:
         _say(fork_events, output, number, written)
     return 0
 
 
-def _append(path: Path, events: list) -> int:
-    """Add the fork's events to the trace at ``path`` (held while written); how many."""
-    from agentdbg.trace.writer import TraceWriter
+class _Unwritable(Exception):
+    """The trace to append to cannot be opened for writing."""
 
-    with TraceWriter(path, mode="append") as writer:
-        writer.write_all(events)
-        return writer.events_written
+
+def _fork(args: argparse.Namespace, document, plan, part: str, text: str, parent: int) -> list:
+    """The fork's events: replayed, edited and run to its end, from the journal of every run
+    of the file (read now: under the lock when appending)."""
+    from agentdbg.documents import command_line_approver
+    from agentdbg.fork import make_edit
+    from agentdbg.forking import fork_journal, start_fork
+
+    index = args.run - 1
+    edit, _ = make_edit(_record(document.runs[index], args.step), plan.build_agent().policy.format, part, text,
+                        args.call)
+    fork = start_fork(plan, document.runs[index].events(), args.step, edit, parent=parent,
+                      approver=command_line_approver(args.approve), journal=fork_journal(plan, document))
+    return fork.run_to_end()
+
+
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator:
+    """The trace at ``path``, open to append to and held until the block ends."""
+    from agentdbg.trace.writer import TraceBusyError, TraceWriteError, TraceWriter
+
+    try:
+        writer = TraceWriter(path, mode="append")
+    except (TraceBusyError, TraceWriteError):
+        raise
+    except (OSError, ValueError) as exc:
+        raise _Unwritable(f"cannot write {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    with writer:
+        yield writer
 
 
 def _record(run, step: int):

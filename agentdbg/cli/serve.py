@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-network", action="store_true", help="allow a plan that calls a model over the network")
     parser.add_argument("--approve", choices=("always", "never"),
                         help="decide every call to a plan's dangerous tools in advance")
+    parser.add_argument("--plan", metavar="PLAN", help="the plan a fork (E) re-runs the runs with")
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several")
 
 
@@ -57,6 +58,8 @@ def debugger_command(args: argparse.Namespace) -> str:
         argv.append("--allow-network")
     if args.approve:
         argv += ["--approve", args.approve]
+    if getattr(args, "plan", None):
+        argv += ["--plan", args.plan]
     if args.run != 1:
         argv += ["--run", str(args.run)]
     return shlex.join(argv)

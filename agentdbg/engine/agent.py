@@ -255,13 +255,15 @@ class ReActAgent:
         approver: Approver | None = None,
         texts: LoopTexts = AGENTDBG,
         reflect: bool = False,
+        source_sha256: str = "",
     ):
         """``approver`` decides on each call to a dangerous tool before it runs (see
         ``agentdbg.engine.approval``); without one such calls are denied. ``texts``: the
         words the loop writes itself (``agentdbg.engine.texts``). ``max_steps=0`` runs no
         step: the run ends at once, its trace empty. ``reflect``: after a step whose
         observation is an error, the next step asks the policy to critique it (a
-        ``reflection`` step) before it tries again."""
+        ``reflection`` step) before it tries again. ``source``: the plan file the agent
+        comes from, ``source_sha256`` its content's hash (both go into ``run_start``)."""
         self.policy = as_policy(policy)
         self.registry = registry
         self.texts = texts
@@ -275,6 +277,7 @@ class ReActAgent:
         self.task_label = task_label
         self.name = name
         self.source = source
+        self.source_sha256 = source_sha256
         self.expected = expected  # the right answer, when known: the run's end carries a verdict
         self.approver = approver
         self.reflect = reflect
@@ -338,6 +341,7 @@ class AgentRun:
                 name=agent.name,
                 source=agent.source,
                 task_label=agent.task_label,
+                source_sha256=agent.source_sha256,
             )
         )
 
@@ -502,7 +506,8 @@ class AgentRun:
             failed = [self._observe(result, parsed, gated, emit)]
         elif isinstance(parsed, ParallelCalls):
             results = dispatch_calls(agent.registry, parsed.actions, step=number, emit=emit,
-                                     approver=agent.approver, journal=self.journal)
+                                     approver=agent.approver, journal=self.journal,
+                                     ids=[_call_id(number, index) for index in range(1, len(parsed.actions) + 1)])
             failed = [self._observe(result, action, gated, emit, _call_id(number, index))
                       for index, (action, gated) in enumerate(zip(parsed.actions, results, strict=True), 1)]
         else:
@@ -520,8 +525,9 @@ class AgentRun:
         if which > len(parsed.actions):
             raise ValueError(f"step {number} made {len(parsed.actions)} calls; there is no call {which}")
         others = [action for index, action in enumerate(parsed.actions, 1) if index != which]
+        ids = [_call_id(number, index) for index in range(1, len(parsed.actions) + 1) if index != which]
         results = iter(dispatch_calls(self.agent.registry, others, step=number, emit=emit,
-                                      approver=self.agent.approver, journal=self.journal))
+                                      approver=self.agent.approver, journal=self.journal, ids=ids))
         failed = []
         for index, action in enumerate(parsed.actions, 1):
             if index == which:

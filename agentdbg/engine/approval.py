@@ -37,11 +37,13 @@ class ApprovalRequest:
     params: Mapping[str, str] = field(default_factory=dict)  # name -> type name
     optional: frozenset[str] = frozenset()
     key: str = ""  # the call's operation key, for a tool with one
+    id: str = ""  # the call's id, in a step of several calls
 
     @classmethod
-    def of(cls, tool: Tool, args: dict[str, Any], step: int = 0, thought: str = "", key: str = "") -> ApprovalRequest:
+    def of(cls, tool: Tool, args: dict[str, Any], step: int = 0, thought: str = "", key: str = "",
+           id: str = "") -> ApprovalRequest:
         return cls(tool.name, dict(args), step, thought, tool.description, dict(tool.param_types),
-                   frozenset(tool.optional), key)
+                   frozenset(tool.optional), key, id)
 
     def problems(self, args: Any) -> list[str]:
         """What is wrong with ``args`` as edited arguments for this tool (empty: they may run)."""

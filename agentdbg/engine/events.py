@@ -96,6 +96,9 @@ class RunStart(Event):
     # A fork of an earlier run (see docs/events.md): {"parent": run number in the file,
     # "step": the step edited, "edited": "thought" | "action" | "observation", "text": the new text}
     fork: dict[str, Any] | None = None
+    # The SHA-256 (hex) of the plan file ``source`` names, as it was run: a fork re-runs
+    # that plan's code only when the file still has it.
+    source_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,8 @@ class Reflection(Event):
 class Approval(Event):
     """A human (or whoever stands in for one) decided on a call to a dangerous tool before
     it ran: ``decision`` is one of DECISIONS; ``args`` are the arguments that ran instead
-    of the proposed ones (the ``action`` event keeps those) when it was ``edited``."""
+    of the proposed ones (the ``action`` event keeps those) when it was ``edited``; ``key``
+    and ``id`` are the proposed call's operation key and call id, when it has them."""
 
     type: ClassVar[str] = "approval"
     tool: str
@@ -184,6 +188,8 @@ class Approval(Event):
     by: str = ""
     reason: str = ""
     args: dict[str, Any] | None = None
+    key: str = ""
+    id: str = ""
 
 
 DECISIONS = ("approved", "denied", "edited")

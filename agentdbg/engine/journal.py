@@ -7,6 +7,13 @@ recorded result; a key whose entry is open (its call started, no result was reco
 run was cut off while it ran, or it is still running) is not run again either, since its
 effect is unknown. Runs appended to a trace read the earlier runs' entries first
 (``agentdbg.trace.journal``), so a re-run never repeats what an earlier run did.
+
+Any other trace of a key counts too, since a damaged or missing ``operation`` line must
+not let its call run again: an observation with the key and no operation before it, an
+approved call's decision naming the key, a damaged line the key can be read from. Such a
+key's effect is unknown (its entry says what was found, ``evidence``); an observation
+that gives a result again (``replayed``) carries that result, which stands. A damaged
+line cut inside a key marks every key that begins that way (``note_prefix``).
 """
 
 from __future__ import annotations
@@ -23,13 +30,16 @@ __all__ = ["OperationJournal", "Recorded"]
 @dataclass(frozen=True)
 class Recorded:
     """One operation: where it ran (``run`` is the run's number in the trace, counted from
-    1) and, once known, what it returned."""
+    1) and, once known, what it returned. ``evidence`` (when not empty): the entry was not
+    opened by its ``operation`` event but by what this says was found instead; it gets no
+    result, its effect stays unknown."""
 
     key: str
     run: int
     step: int
     text: str | None = None  # None: started, no result recorded
     error: bool = False
+    evidence: str = ""
 
     @property
     def known(self) -> bool:
@@ -49,6 +59,9 @@ class OperationJournal:
 
     def __init__(self, events: Iterable[ev.Event] = ()):
         self._entries: dict[str, Recorded] = {}
+        self._prefixes: dict[str, Recorded] = {}  # a key cut short on a damaged line: every key it begins
+        self._prefix_lengths: set[int] = set()
+        self._approved: set[str] = set()  # keys whose entry an approval opened, before its operation
         self._run = 0  # runs seen so far: the current run's number once its run_start is noted
         self._lock = threading.Lock()
         for event in events:
@@ -68,19 +81,71 @@ class OperationJournal:
                 self._run += 1
         elif isinstance(event, ev.Operation) and event.key:
             with self._lock:
+                entry = self._entries.get(event.key)
                 # The first call with a key is the operation; a later one was a mistake to record.
-                self._entries.setdefault(event.key, Recorded(event.key, self.run, event.step))
-        elif isinstance(event, ev.Observation) and event.key and event.replayed is None:
+                # An approval noted just before it, in its step, was for this very call.
+                if entry is None or (event.key in self._approved and (entry.run, entry.step) == (self.run, event.step)):
+                    self._entries[event.key] = Recorded(event.key, self.run, event.step)
+                self._approved.discard(event.key)
+        elif isinstance(event, ev.Observation) and event.key:
             with self._lock:
                 entry = self._entries.get(event.key)
-                # Only the result of the call that opened the entry closes it (never a refusal's).
-                if entry is not None and not entry.known and (entry.run, entry.step) == (self.run, event.step):
+                if entry is None:
+                    self._entries[event.key] = self._without_operation(event)
+                elif (event.replayed is None and not entry.known and not entry.evidence
+                      and (entry.run, entry.step) == (self.run, event.step)):
+                    # Only the result of the call that opened the entry closes it (never a refusal's).
                     self._entries[event.key] = Recorded(entry.key, entry.run, entry.step, event.text, event.error)
+        elif isinstance(event, ev.Approval) and event.key and event.decision == "approved":
+            with self._lock:
+                if event.key not in self._entries:
+                    self._approved.add(event.key)
+                    self._entries[event.key] = Recorded(
+                        event.key, self.run, event.step,
+                        evidence=f"its call was approved at {self._at(event.step)} and the trace holds no "
+                                 "operation line for it (damaged or missing)")
+
+    def _without_operation(self, event: ev.Observation) -> Recorded:
+        """An entry from an observation with a key that no operation opened."""
+        origin = event.replayed or {}
+        if event.replayed is not None:  # a result given again: the result stands, wherever it ran
+            run, step = origin.get("run", self.run), origin.get("step", event.step)
+            return Recorded(event.key, run if isinstance(run, int) else self.run,
+                            step if isinstance(step, int) else event.step, event.text, event.error,
+                            evidence="a replayed result")
+        return Recorded(event.key, self.run, event.step,
+                        evidence=f"the trace holds its result at {self._at(event.step)} but not the operation "
+                                 "line before it (damaged or missing)")
+
+    def _at(self, step: int) -> str:
+        return f"run {self.run}, step {step}"
+
+    def note_damaged(self, key: str, what: str) -> None:
+        """A damaged line the key was read from (``what`` says where it is): the key's
+        effect is unknown, unless an entry already says more."""
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = Recorded(key, self.run, 0, evidence=what)
+
+    def note_prefix(self, prefix: str, what: str) -> None:
+        """A damaged line cut inside a key that begins with ``prefix``: every such key's
+        effect is unknown."""
+        with self._lock:
+            if prefix not in self._prefixes:
+                self._prefixes[prefix] = Recorded(prefix, self.run, 0, evidence=what)
+                self._prefix_lengths.add(len(prefix))
 
     def lookup(self, key: str) -> Recorded | None:
-        """The operation with this key, or None when no call with it has started."""
+        """The operation with this key, or None when nothing says a call with it started."""
         with self._lock:
-            return self._entries.get(key)
+            found = self._entries.get(key)
+            if found is not None or not self._prefixes:
+                return found
+            for length in sorted(self._prefix_lengths):
+                cut = self._prefixes.get(key[:length]) if length <= len(key) else None
+                if cut is not None:
+                    return Recorded(key, cut.run, 0, evidence=cut.evidence)
+            return None
 
     def entries(self) -> list[Recorded]:
         with self._lock:

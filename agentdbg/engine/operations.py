@@ -50,7 +50,7 @@ class GatedCall:
 
 def gated_dispatch(registry: ToolRegistry, name: str, args: Mapping[str, Any] | str, *, step: int,
                    emit: Callable[[ev.Event], None], approver: Approver | None = None,
-                   journal: OperationJournal | None = None, thought: str = "") -> GatedCall:
+                   journal: OperationJournal | None = None, thought: str = "", id: str = "") -> GatedCall:
     tool = registry.get(name)
     if tool is None or not (tool.dangerous or tool.idempotency_key is not None):
         return GatedCall(registry.dispatch(name, args))
@@ -70,11 +70,11 @@ def gated_dispatch(registry: ToolRegistry, name: str, args: Mapping[str, Any] | 
     decision = None
     note = ""
     if tool.dangerous:
-        decision = decide(approver, ApprovalRequest.of(tool, bound, step, thought, key))
+        decision = decide(approver, ApprovalRequest.of(tool, bound, step, thought, key, id))
         if decision.decision == "edited" and decision.args == bound:
             decision = Decision.approve(decision.reason, decision.by)  # nothing was changed
         emit(ev.Approval(step=step, tool=name, decision=decision.decision, by=decision.by, reason=decision.reason,
-                         args=decision.args))
+                         args=decision.args, key=key, id=id))
         if not decision.runs:
             return GatedCall(text=f"ERROR: {decision.denial()}", error=True, decision=decision)
         if decision.args is not None:
@@ -106,7 +106,11 @@ def _key(tool: Any, args: dict[str, Any]) -> tuple[str, GatedCall | None]:
 def _answer_from(found: Recorded, run: int) -> GatedCall:
     if found.known:
         return GatedCall(text=found.text, error=found.error, key=found.key, replayed=found.replayed(run))
-    text = (f"ERROR: not run: the operation {found.key} started at {found.where(run)} and no result was recorded "
-            "(it may still be running, or the run was cut off while it ran), so its effect is unknown; "
-            "it does not run twice: check it by hand, or use another key")
+    if found.evidence:
+        text = (f"ERROR: not run: {found.evidence}, so whether the operation {found.key} ran is unknown; "
+                "it does not run twice: check it by hand, or use another key")
+    else:
+        text = (f"ERROR: not run: the operation {found.key} started at {found.where(run)} and no result was "
+                "recorded (it may still be running, or the run was cut off while it ran), so its effect is "
+                "unknown; it does not run twice: check it by hand, or use another key")
     return GatedCall(text=text, error=True, key=found.key)

@@ -32,9 +32,9 @@ def needs_containment(registry: ToolRegistry, name: str) -> bool:
 
 def dispatch_calls(registry: ToolRegistry, actions: Sequence[Action], *, step: int,
                    emit: Callable[[ev.Event], None], approver: Approver | None = None,
-                   journal: OperationJournal | None = None) -> list[GatedCall]:
+                   journal: OperationJournal | None = None, ids: Sequence[str] = ()) -> list[GatedCall]:
     """Run ``actions`` (one turn's calls); their results in the same order. Never raises
-    for a tool's failure."""
+    for a tool's failure. ``ids``: the calls' ids, in the same order, for their approvals."""
     results: list[GatedCall | None] = [None] * len(actions)
     plain = [i for i, action in enumerate(actions) if not needs_containment(registry, action.name)]
     futures: dict[int, Future[Any]] = {}
@@ -45,7 +45,8 @@ def dispatch_calls(registry: ToolRegistry, actions: Sequence[Action], *, step: i
         for i, action in enumerate(actions):
             if i not in futures:
                 results[i] = gated_dispatch(registry, action.name, action.args, step=step, emit=emit,
-                                            approver=approver, journal=journal, thought=action.thought)
+                                            approver=approver, journal=journal, thought=action.thought,
+                                            id=ids[i] if i < len(ids) else "")
         for i, future in futures.items():
             results[i] = GatedCall(future.result())
     finally:

@@ -39,13 +39,14 @@ class RunInfo:
     source: str = ""
     task_label: str = "Question"
     fork: dict[str, Any] | None = None  # run_start.fork: this run is a fork of an earlier one
+    source_sha256: str = ""  # the plan file's SHA-256 when it was run
 
     @classmethod
     def from_event(cls, event: ev.RunStart | None) -> RunInfo:
         if event is None:
             return cls()
         return cls(event.task, tuple(event.tools), dict(event.guards), event.memory,
-                   event.policy, event.name, event.source, event.task_label, event.fork)
+                   event.policy, event.name, event.source, event.task_label, event.fork, event.source_sha256)
 
     def fork_text(self) -> str:
         """``fork of run 1 at step 3: observation edited`` ('' for a run that is no fork)."""

@@ -152,11 +152,12 @@ class DebuggerApp(App[None]):
     def __init__(self, document: Document | None = None, *, run_index: int = 0,
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
                  step: int | None = None, diff_with: tuple[Document | str, int, bool] | None = None,
-                 allow_code: bool = False, allow_network: bool = False,
+                 allow_code: bool = False, allow_network: bool = False, fork_plan: str | None = None,
                  settings: Settings | None = None):
         """``step``: the step to open at (``--step N``). ``diff_with``: (document or
         ``FILE[:N]``, run index, whether the app closes it) to compare the run shown with as
-        soon as the screen is up (``agentdbg diff A B --tui``, ``agentdbg A --diff B``)."""
+        soon as the screen is up (``agentdbg diff A B --tui``, ``agentdbg A --diff B``).
+        ``fork_plan``: the plan a fork re-runs the file's runs with (``--plan``)."""
         super().__init__()
         # The user's keymap and theme; none by default (tests and embedding see the defaults).
         self.settings = settings if settings is not None else Settings()
@@ -167,6 +168,7 @@ class DebuggerApp(App[None]):
         self.forks: list = []  # runs forked in this session, listed after the file's runs
         self.allow_code = allow_code  # what a fork may re-run: the permissions given on the command line
         self.allow_network = allow_network
+        self.fork_plan = fork_plan
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
         self.stop_log = StopLog()  # every stop of continue / reverse-continue, for e
@@ -1219,7 +1221,7 @@ class DebuggerApp(App[None]):
             return
         index = self.run_index
         document = self.document
-        allow = {"allow_code": self.allow_code, "allow_network": self.allow_network}
+        allow = {"allow_code": self.allow_code, "allow_network": self.allow_network, "plan": self.fork_plan}
 
         def job() -> tuple:
             from agentdbg.forking import ForkError, plan_for_run
@@ -1255,6 +1257,7 @@ class DebuggerApp(App[None]):
 
     def start_fork(self, plan, index: int, step: int, edit) -> None:
         runs = list(self.runs)
+        document = self.document
         # The parent's way of deciding dangerous calls (--approve), else the dialog.
         approver = getattr(runs[index], "approver", None) or self.approvals.ask
 
@@ -1262,7 +1265,8 @@ class DebuggerApp(App[None]):
             from agentdbg.forking import ForkError, fork_live_run
 
             try:
-                run = fork_live_run(plan, runs, index, step, edit, approver=approver, cancelled=cancel.is_set)
+                run = fork_live_run(plan, document, runs, index, step, edit, approver=approver,
+                                    cancelled=cancel.is_set)
                 run.plan = plan  # a fork of this fork re-runs the same plan
                 run.advance()  # the edited step
             except ForkError as exc:

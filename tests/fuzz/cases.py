@@ -21,7 +21,7 @@ class Case:
     """One input, built on demand in an empty directory, and how to open it."""
 
     id: str  # unique, stable: category/what/how
-    category: str  # trace-field, trace-event, import-field, import-text, damaged, special, sidecar, fixture, export
+    category: str  # trace-field, trace-event, import-field, import-text, damaged, special, sidecar, fixture, export, fork
     kind: str  # the input kind, for reports: "string=osc", "fifo", "truncated"...
     name: str  # the file every command is given (relative to the case directory)
     make: Callable[[Path], None]  # writes the input (and anything beside it) into the directory

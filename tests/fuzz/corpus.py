@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from fuzz import binary_cases, export_cases, file_cases, import_cases, trace_cases
+from fuzz import binary_cases, export_cases, file_cases, fork_cases, import_cases, trace_cases
 from fuzz.cases import Case
 
 PLANS = Path(__file__).resolve().parents[2] / "sample_plans"
@@ -24,7 +24,7 @@ BASE_ORDER = ["library_hallucinating", "memory_research", "tool_failures", "libr
               "kv_tax", "token_budget_small", "token_budget_large", "bad_arguments", "capital_over_budget",
               "library_good", "library_good_python", "library_hostile", "library_runaway", "population"]
 CATEGORIES = ("trace-field", "trace-event", "import-field", "import-text", "damaged", "special", "sidecar",
-              "fixture", "export")
+              "fixture", "export", "fork")
 
 
 def record_commands(base_dir: Path) -> list[list[str]]:
@@ -51,7 +51,8 @@ def build(base_dir: Path) -> list[Case]:
     cases = (trace_cases.field_cases(traces) + trace_cases.event_cases(traces)
              + import_cases.field_cases() + import_cases.text_cases() + binary_cases.field_cases()
              + file_cases.damaged_cases(traces) + binary_cases.damage_cases() + file_cases.special_cases(traces)
-             + file_cases.sidecar_cases(traces) + file_cases.fixture_cases(traces) + export_cases.cases())
+             + file_cases.sidecar_cases(traces) + file_cases.fixture_cases(traces) + export_cases.cases()
+             + fork_cases.fork_cases())
     seen: set[str] = set()
     duplicates = [case.id for case in cases if case.id in seen or seen.add(case.id)]
     if duplicates:

@@ -32,6 +32,7 @@ def _preload() -> None:
     import agentdbg.cli.check  # noqa: F401
     import agentdbg.cli.convert  # noqa: F401
     import agentdbg.cli.debug  # noqa: F401
+    import agentdbg.cli.fork  # noqa: F401
     import agentdbg.cli.record  # noqa: F401
     import agentdbg.cli.show  # noqa: F401
     import agentdbg.cli.stats  # noqa: F401

@@ -34,6 +34,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "benchmark-token-0123456789"  # the page and its websocket need it (chosen: known here)
 
 
 def free_port() -> int:
@@ -43,13 +44,13 @@ def free_port() -> int:
 
 
 def start_server(port: int, file: str | None) -> tuple[subprocess.Popen, float]:
-    argv = [sys.executable, "-m", "agentdbg", "serve", "--port", str(port)] + ([file] if file else [])
+    argv = [sys.executable, "-m", "agentdbg", "serve", "--port", str(port), "--token", TOKEN] + ([file] if file else [])
     started = time.perf_counter()
     server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = started + 30
     while time.perf_counter() < deadline:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as reply:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/?token={TOKEN}", timeout=1) as reply:
                 if reply.status == 200:
                     return server, time.perf_counter() - started
         except OSError:
@@ -63,7 +64,8 @@ async def first_frame(port: int) -> float:
 
     async with aiohttp.ClientSession() as session:
         started = time.perf_counter()
-        async with session.ws_connect(f"ws://127.0.0.1:{port}/ws?width=120&height=40") as ws:
+        async with session.ws_connect(f"ws://127.0.0.1:{port}/ws/{TOKEN}?width=120&height=40",
+                                      headers={"Origin": f"http://127.0.0.1:{port}"}) as ws:
             await ws.send_json(["resize", {"width": 120, "height": 40}])
             seen = b""
             async for message in ws:
@@ -126,7 +128,7 @@ async def browser_screenshot(port: int, path: Path) -> float:
                     return bool(result.get("result", {}).get("value"))
 
                 started = time.perf_counter()
-                await call("Page.navigate", url=f"http://127.0.0.1:{port}/?fontsize=14")
+                await call("Page.navigate", url=f"http://127.0.0.1:{port}/?token={TOKEN}&fontsize=14")
                 while not await first_byte():
                     if time.perf_counter() - started > 30:
                         raise SystemExit("the debugger was not drawn in the browser within 30 s")

@@ -1,6 +1,7 @@
 """The fuzz/mutation corpus (tests/fuzz): a fast deterministic sample of it runs here,
 every command on each case in a child process with a time limit; the full set runs with
-``tests/fuzz/run.py`` (docs/hardening.md).
+``tests/fuzz/run.py`` (docs/hardening.md). The hostile requests for ``agentdbg serve``
+(tests/fuzz/serve_cases.py) are sent whole to a real server: they take a second.
 
 The sample's tests pass only when agentdbg has no traceback, hang or escape leak on any
 case of the sample; the tests of the harness itself check that it finds each kind of
@@ -9,6 +10,7 @@ failure and that the corpus covers every field of every event type."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import subprocess
 import sys
@@ -16,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from fuzz import binary_cases, classify, corpus, import_cases, runner
+from fuzz import binary_cases, classify, corpus, import_cases, runner, serve_cases
 
 from agentdbg import importers
 from agentdbg.engine import events as ev
@@ -115,6 +117,12 @@ def test_the_debugger_opens_or_refuses_each_sampled_case_and_quits_cleanly(sampl
     assert not found, "\n".join(found)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("textual_serve") is None, reason="agentdbg[web] is not installed")
+def test_a_served_debugger_refuses_every_hostile_request_and_prints_no_trace(tmp_path):
+    found = serve_cases.attack(tmp_path, serve_cases.cases())
+    assert not found, "\n".join(finding.detail for _, finding in found)
+
+
 # -- the corpus ---------------------------------------------------------------------------------
 
 
@@ -197,6 +205,19 @@ def test_every_importer_format_gets_hostile_text_and_damaged_files(cases, format
     assert any("/import-encoding/" in case_id or f"/{format_name}/" in case_id.replace("-zip/", "/")
                for case_id in damaged if "/import-truncated/" not in case_id), f"{format_name}: no other damage"
     assert f"fixture/import/{format_name}/" in " ".join(ids)
+
+
+def test_the_hostile_requests_try_every_way_in():
+    ids = [request.id for request in serve_cases.cases()]
+    assert len(ids) == len(set(ids))
+    for kind in ("host/page=", "host/websocket=", "token/page=", "token/websocket=", "origin/websocket=", "path=",
+                 "method=", "http="):
+        assert sum(case_id.startswith(f"serve/{kind}") for case_id in ids) >= 2, kind
+    for expected in ("host/page=evil-name", "host/websocket=loopback-subdomain", "host/page=twice",
+                     "token/page=upper", "token/page=prefix", "token/page=as-cookie", "token/websocket=suffix",
+                     "origin/websocket=null", "origin/websocket=missing", "origin/websocket=twice",
+                     "path=encoded-parent"):
+        assert f"serve/{expected}" in ids, expected
 
 
 def test_damaged_and_special_files_are_in_the_corpus(cases):

@@ -60,6 +60,8 @@ def _main_parser() -> argparse.ArgumentParser:
     parser.add_argument("--run", type=int, default=1, metavar="N", help="open run N of a file with several (default 1)")
     parser.add_argument("--diff", metavar="OTHER", help="open the split view comparing the run with OTHER (a file; OTHER:N picks its run N)")
     parser.add_argument("--step", type=int, metavar="N", help="open at step N of the run (a plan is run that far)")
+    # agentdbg serve's pages: the paths typed into the debugger stay in this folder (and start there).
+    parser.add_argument("--confine", metavar="FOLDER", help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"agentdbg {__version__}")
     return parser
 

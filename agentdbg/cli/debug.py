@@ -24,6 +24,9 @@ def build_app(args: argparse.Namespace):
     from agentdbg.tui.app import DebuggerApp
     from agentdbg.tui.opening import open_demo, open_for_app
 
+    confine = _confinement(getattr(args, "confine", None))
+    if isinstance(confine, int):
+        return confine
     run_number = getattr(args, "run", None)
     run_number = 1 if run_number is None else run_number
     if run_number < 1:
@@ -38,7 +41,8 @@ def build_app(args: argparse.Namespace):
             print("agentdbg: --format needs a FILE", file=sys.stderr)
             return 2
         return DebuggerApp(open_demo(), run_index=run_number - 1, save_breakpoints=False, step=step,
-                           allow_code=args.allow_code, allow_network=getattr(args, "allow_network", False))
+                           allow_code=args.allow_code, allow_network=getattr(args, "allow_network", False),
+                           confine=confine)
     if args.format and args.format not in ("plan", "trace"):
         from agentdbg import importers
 
@@ -81,7 +85,7 @@ def build_app(args: argparse.Namespace):
         document.close()
         return refuse(f"--plan {plan}: no such file")
     allow = {"allow_code": args.allow_code, "allow_network": getattr(args, "allow_network", False),
-             "fork_plan": str(Path(plan).expanduser()) if plan else None}
+             "fork_plan": str(Path(plan).expanduser()) if plan else None, "confine": confine}
     other = getattr(args, "diff", None)
     if other:
         from agentdbg.diff import split_run
@@ -94,13 +98,30 @@ def build_app(args: argparse.Namespace):
     return DebuggerApp(document, run_index=run_number - 1, step=step, **allow)
 
 
+def _confinement(folder: str | None):
+    """``--confine FOLDER`` (given by ``agentdbg serve``): None, the confinement, or exit 2."""
+    if folder is None:
+        return None
+    from agentdbg.tui.confine import Confinement
+
+    if not Path(folder).expanduser().is_dir():
+        return refuse(f"--confine {folder}: not a folder")
+    return Confinement.to(folder)
+
+
 def run(args: argparse.Namespace) -> int:
+    import os
+
     from agentdbg.cli.terminal import safe_std_streams
 
+    if getattr(args, "confine", None) and args.file:  # (named before the debugger starts in the folder)
+        args.file = os.path.abspath(os.path.expanduser(args.file))
     with safe_std_streams():  # the messages of unusable arguments; the app has its own screen
         app = build_app(args)
     if isinstance(app, int):
         return app
+    if app.confine is not None:
+        os.chdir(app.confine.root)  # a relative path typed into a dialog is in the folder served
     from agentdbg.tui.settings import Settings
 
     app.settings = Settings.load()  # the user's keymap and theme: problems are listed inside

@@ -41,6 +41,7 @@ from agentdbg.model.prompt import prompt_at
 from agentdbg.model.runs import Cancellable, Document, Growing, StepBlocks
 from agentdbg.tui import commands, copying, layout
 from agentdbg.tui.approvals import CLOSED, ApprovalAsked, ApprovalDesk, PendingApproval
+from agentdbg.tui.confine import Confinement
 from agentdbg.tui.forks import RunsWithForks, fork_marks
 from agentdbg.tui.layout import PaneTabs
 from agentdbg.tui.live import LiveControl, LiveEvent
@@ -153,11 +154,12 @@ class DebuggerApp(App[None]):
                  error: str | None = None, save_breakpoints: bool = True, label: str = "",
                  step: int | None = None, diff_with: tuple[Document | str, int, bool] | None = None,
                  allow_code: bool = False, allow_network: bool = False, fork_plan: str | None = None,
-                 settings: Settings | None = None):
+                 settings: Settings | None = None, confine: Confinement | None = None):
         """``step``: the step to open at (``--step N``). ``diff_with``: (document or
         ``FILE[:N]``, run index, whether the app closes it) to compare the run shown with as
         soon as the screen is up (``agentdbg diff A B --tui``, ``agentdbg A --diff B``).
-        ``fork_plan``: the plan a fork re-runs the file's runs with (``--plan``)."""
+        ``fork_plan``: the plan a fork re-runs the file's runs with (``--plan``).
+        ``confine``: the paths typed into dialogs must lie in its folder (web mode)."""
         super().__init__()
         # The user's keymap and theme; none by default (tests and embedding see the defaults).
         self.settings = settings if settings is not None else Settings()
@@ -169,6 +171,7 @@ class DebuggerApp(App[None]):
         self.allow_code = allow_code  # what a fork may re-run: the permissions given on the command line
         self.allow_network = allow_network
         self.fork_plan = fork_plan
+        self.confine = confine
         self.breakpoints = BreakpointSet()
         self._problems: list[str] = []
         self.stop_log = StopLog()  # every stop of continue / reverse-continue, for e
@@ -986,12 +989,22 @@ class DebuggerApp(App[None]):
             if value and value.strip():
                 self.open_path(value.strip())
 
-        self.push_screen(open_screen(initial), answer)
+        self.push_screen(open_screen(initial, self.confine), answer)
 
     def open_path(self, path: str) -> None:
         from agentdbg.tui.opening import open_for_app
 
+        if self.refused(path):
+            return
         self.start_worker("open", partial(open_for_app, path))
+
+    def refused(self, path: str) -> bool:
+        """Is ``path`` out of bounds (web mode)? Then the status line says why."""
+        refusal = self.confine.refusal(path) if self.confine is not None else None
+        if refusal is not None:
+            self.say(f"refused: {refusal}", "bold red")
+            self.notify(refusal, title="Outside the folder served", severity="error", timeout=10, markup=False)
+        return refusal is not None
 
     def action_write_trace(self) -> None:
         session = self._session_ready()
@@ -1009,7 +1022,7 @@ class DebuggerApp(App[None]):
             self.start_worker("write", partial(write_run, session.run, str(path), parent))
 
         def answer(value: str | None) -> None:
-            if not value or not value.strip():
+            if not value or not value.strip() or self.refused(value.strip()):
                 return
             path = Path(value.strip()).expanduser().absolute()
             if path.exists() and not path.is_dir():  # never replaced without asking
@@ -1019,7 +1032,7 @@ class DebuggerApp(App[None]):
                 return
             write(path)
 
-        self.push_screen(write_screen(default_trace_name(self.document, session.run)), answer)
+        self.push_screen(write_screen(default_trace_name(self.document, session.run), self.confine), answer)
 
     def action_switch_run(self) -> None:
         document = self.document
@@ -1043,6 +1056,8 @@ class DebuggerApp(App[None]):
 
     # --- diff ---------------------------------------------------------------------------
     def action_diff(self) -> None:
+        from agentdbg.diff import split_run
+
         session = self._session_ready()
         document = self.document
         if session is None or document is None:
@@ -1060,7 +1075,7 @@ class DebuggerApp(App[None]):
                     self.say(f"no run {number}: this file holds {len(document.runs)}", "bold red")
                     return
                 self.start_diff(document, number - 1, False)
-            else:
+            elif not self.refused(split_run(value)[0]):
                 self.start_diff(value, 0, True)
 
         self.push_screen(diff_screen(suggested, several), answer)

@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="also list every failure, one per line")
     parser.add_argument("--report", type=Path, metavar="FILE", help="write every failure as JSON to FILE")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (recorded traces)")
+    parser.add_argument("--serve", action="store_true",
+                        help="also send the hostile requests of fuzz/serve_cases.py to a real agentdbg serve")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(143))
 
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{len(cases)} cases, {len(tui)} also in the debugger; {args.jobs} workers, "
                   f"{args.timeout:g} s limit", file=sys.stderr)
             report = pool.run(cases, tui=tui, progress=_progress)
+            if args.serve:
+                _attack_server(report, work, args.only)
     finally:
         if args.keep:
             print(f"work directory kept: {work}", file=sys.stderr)
@@ -96,6 +100,20 @@ def _debugger_cases(cases: list, args: argparse.Namespace) -> set[str]:
     count = args.tui if args.tui is not None else (DEFAULT_TUI if args.sample is None else max(1, args.sample // 10))
     others = [case for case in cases if not case.tui]
     return always | {case.id for case in corpus.sample(others, count, args.seed)}
+
+
+def _attack_server(report: runner.Report, work: Path, only: list[str]) -> None:
+    """The hostile requests (those whose id contains an --only text), counted as cases."""
+    from fuzz import serve_cases
+
+    requests = [request for request in serve_cases.cases() if not only or any(text in request.id for text in only)]
+    folder = work / "served"
+    folder.mkdir()
+    for case, finding in serve_cases.attack(folder, requests):
+        report.failures.append(runner.Failure(case, "serve", case.rsplit("=", 1)[0], finding))
+    report.cases += len(requests)
+    report.done += len(requests)
+    report.tried += len(requests)
 
 
 def _progress(report: runner.Report, total: int) -> None:

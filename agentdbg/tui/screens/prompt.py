@@ -15,6 +15,7 @@ from textual.validation import Function, ValidationResult, Validator
 from textual.widgets import Button, Input, Label
 
 from agentdbg.debugger.find import Query
+from agentdbg.tui.confine import Confinement
 from agentdbg.tui.safe import one_line
 
 COMPLETIONS = 40  # names listed by Tab at most
@@ -84,20 +85,23 @@ def search_screen(last: str) -> PromptScreen:
                         validators=[QueryValidator()], id="search")
 
 
-def open_screen(initial: str) -> PromptScreen:
+def open_screen(initial: str, confine: Confinement | None = None) -> PromptScreen:
     return PathPromptScreen("Open", "A plan (.toml), an agentdbg trace, or a run saved elsewhere (Tab completes):",
-                            value=initial, placeholder="path/to/file", id="open")
+                            value=initial, placeholder="path/to/file", confine=confine, id="open")
 
 
 class PathPromptScreen(PromptScreen):
     """A prompt for a path: the hint shows the full path it means, and Tab completes it
-    as far as every matching name agrees, listing the names when several match."""
+    as far as every matching name agrees, listing the names when several match.
+    ``confine``: outside its folder nothing is completed nor described (in web mode, what
+    is there is none of the page's business)."""
 
     BINDINGS = [Binding("tab", "complete", "Complete", show=False, priority=True, id="prompt.complete")]
 
-    def __init__(self, *args, describe=None, **kwargs):
+    def __init__(self, *args, describe=None, confine: Confinement | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.describe = describe or full_path_hint
+        self.confine = confine
         self._listed: tuple[str, str] | None = None  # (value completed, its matches listed)
 
     def on_mount(self) -> None:
@@ -110,12 +114,16 @@ class PathPromptScreen(PromptScreen):
 
     def show_hint(self, value: str) -> None:
         listed = self._listed
-        hint = listed[1] if listed is not None and listed[0] == value else self.describe(value)
+        refused = self.confine.refusal(value.strip()) if self.confine is not None and value.strip() else None
+        if refused is not None:
+            hint = f"refused: {refused}"
+        else:
+            hint = listed[1] if listed is not None and listed[0] == value else self.describe(value)
         self.query_one("#prompt-hint", Label).update(hint)
 
     def action_complete(self) -> None:
         field = self.query_one("#prompt-input", Input)
-        value, matches = complete_path(field.value)
+        value, matches = complete_path(field.value, confine=self.confine)
         self._listed = (value, matches_hint(matches)) if len(matches) > 1 or (not matches and value) else None
         if value != field.value:
             field.value = value
@@ -149,12 +157,16 @@ def resolved(value: str) -> Path | None:
         return None
 
 
-def complete_path(value: str, limit: int = COMPLETIONS) -> tuple[str, list[str]]:
+def complete_path(value: str, limit: int = COMPLETIONS,
+                  confine: Confinement | None = None) -> tuple[str, list[str]]:
     """``value`` completed as far as every matching name agrees, and the names that match
-    (directories end with /). Never raises: an unreadable directory matches nothing."""
+    (directories end with /). Never raises: an unreadable directory matches nothing, and
+    so does one outside ``confine``'s folder."""
     typed = os.path.expanduser(value) if value.startswith("~") else value
     folder, _, prefix = typed.rpartition("/")
     base = Path(folder + "/" if folder or typed.startswith("/") else ".")
+    if confine is not None and confine.refusal(base) is not None:
+        return value, []
     names: list[str] = []
     try:
         with os.scandir(base) as entries:
@@ -219,9 +231,10 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-def write_screen(initial: str) -> PromptScreen:
+def write_screen(initial: str, confine: Confinement | None = None) -> PromptScreen:
     return PathPromptScreen("Write trace", "Write the current run to this trace file (Tab completes):",
-                            value=initial, placeholder="run.jsonl", describe=write_hint, id="write")
+                            value=initial, placeholder="run.jsonl", describe=write_hint, confine=confine,
+                            id="write")
 
 def diff_screen(suggested: str, several: bool) -> PromptScreen:
     what = "Another run of this file (its number), or a file" if several else "A file"
